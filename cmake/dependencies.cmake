@@ -1,0 +1,31 @@
+# Third-party dependencies: Debian packages on developer machines and CI; on the GPU machine (no
+# package registry) the copies that scripts/setup.sh put in FASTINFER_DEPS_BUNDLE.
+set(FASTINFER_DEPS_BUNDLE "${PROJECT_SOURCE_DIR}/.deps/bundle" CACHE PATH "Offline copies of header-only deps and GoogleTest")
+
+find_path(FASTINFER_DLPACK_INCLUDE dlpack/dlpack.h HINTS "${FASTINFER_DEPS_BUNDLE}/include" REQUIRED)
+add_library(fastinfer_dlpack INTERFACE)
+target_include_directories(fastinfer_dlpack SYSTEM INTERFACE "$<BUILD_INTERFACE:${FASTINFER_DLPACK_INCLUDE}>")
+
+if(FASTINFER_BUILD_TOOLS OR FASTINFER_BUILD_BENCH)
+  find_package(CLI11 CONFIG QUIET)
+  if(NOT TARGET CLI11::CLI11)
+    add_library(CLI11::CLI11 INTERFACE IMPORTED)
+    target_include_directories(CLI11::CLI11 INTERFACE "${FASTINFER_DEPS_BUNDLE}/include")
+  endif()
+  find_package(nlohmann_json 3.10 CONFIG QUIET)
+  if(NOT TARGET nlohmann_json::nlohmann_json)
+    add_library(nlohmann_json::nlohmann_json INTERFACE IMPORTED)
+    target_include_directories(nlohmann_json::nlohmann_json INTERFACE "${FASTINFER_DEPS_BUNDLE}/include")
+  endif()
+endif()
+
+if(FASTINFER_BUILD_TESTS)
+  find_package(GTest QUIET)
+  if(NOT TARGET GTest::gtest)
+    set(INSTALL_GTEST OFF CACHE BOOL "" FORCE)
+    set(BUILD_GMOCK OFF CACHE BOOL "" FORCE)
+    add_subdirectory("${FASTINFER_DEPS_BUNDLE}/googletest" "${PROJECT_BINARY_DIR}/_deps/googletest" EXCLUDE_FROM_ALL)
+    add_library(GTest::gtest ALIAS gtest)
+    add_library(GTest::gtest_main ALIAS gtest_main)
+  endif()
+endif()

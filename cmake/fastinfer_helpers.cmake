@@ -1,0 +1,28 @@
+# Flags for every CUDA translation unit of the library: sm_90a only, parallel nvcc, and the
+# ptxas report so serialized-wgmma warnings (C7510) are seen and treated as bugs.
+set(FASTINFER_CUDA_FLAGS
+  -gencode=arch=compute_90a,code=sm_90a
+  --expt-relaxed-constexpr
+  --expt-extended-lambda
+  --threads=1
+  -Xptxas=--warn-on-spills
+  -Xcudafe=--diag_suppress=177)
+
+function(fastinfer_cuda_target target)
+  target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:${FASTINFER_CUDA_FLAGS}>)
+endfunction()
+
+# fastinfer_add_test(<name> SOURCES ... [GPU]) — one GoogleTest binary; tests are discovered
+# at build time (listing needs no GPU). GPU tests carry the ctest label "gpu".
+function(fastinfer_add_test name)
+  cmake_parse_arguments(ARG "GPU" "" "SOURCES;LIBS" ${ARGN})
+  add_executable(${name} ${ARG_SOURCES})
+  target_link_libraries(${name} PRIVATE fastinfer::fastinfer fastinfer_internal GTest::gtest GTest::gtest_main ${ARG_LIBS})
+  target_include_directories(${name} PRIVATE "${PROJECT_SOURCE_DIR}/tests")
+  fastinfer_cuda_target(${name})
+  if(ARG_GPU)
+    gtest_discover_tests(${name} PROPERTIES LABELS gpu DISCOVERY_TIMEOUT 60)
+  else()
+    gtest_discover_tests(${name} PROPERTIES LABELS cpu DISCOVERY_TIMEOUT 60)
+  endif()
+endfunction()

@@ -1,0 +1,9 @@
+#pragma once
+// The whole public C++ API.
+#include "fastinfer/context.h"
+#include "fastinfer/device.h"
+#include "fastinfer/dtype.h"
+#include "fastinfer/error.h"
+#include "fastinfer/tensor.h"
+#include "fastinfer/version.h"
+#include "fastinfer/workspace.h"
