@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# The one command for the H200 machine (see docs/DEVELOPING.md): build there with every core
+# using the carried .deps/ (CUTLASS headers + offline bundle), run every test (GPU ones included)
+# and the benchmarks, and leave logs and JSON under $OUT.
+#   device run: carry [".deps"], command "scripts/gpu-check.sh [--tests-only|--bench-only] [ctest -R regex]"
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-$PWD/gpu-out}
+mkdir -p "$OUT"
+export FASTINFER_BUILD_DIR=${FASTINFER_BUILD_DIR:-build-gpu}
+MODE=all
+case "${1:-}" in --tests-only) MODE=tests; shift ;; --bench-only) MODE=bench; shift ;; esac
+FILTER=${1:-}
+
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv >"$OUT/gpu.txt" 2>&1
+start=$(date +%s)
+scripts/setup.sh --offline >"$OUT/build.log" 2>&1 &&
+  cmake --build "$FASTINFER_BUILD_DIR" -j "$(nproc)" >>"$OUT/build.log" 2>&1
+build_rc=$?
+echo "build: rc=$build_rc in $(( $(date +%s) - start )) s"
+grep -E "C7510|warning.*spill|error" "$OUT/build.log" | grep -v "0 bytes spill" | head -20
+if [[ $build_rc != 0 ]]; then tail -40 "$OUT/build.log"; exit 1; fi
+
+test_rc=0
+if [[ $MODE != bench ]]; then
+  ctest --test-dir "$FASTINFER_BUILD_DIR" -j 4 --timeout 600 ${FILTER:+-R "$FILTER"} \
+    --output-junit "$OUT/ctest.xml" --output-on-failure >"$OUT/tests.log" 2>&1
+  test_rc=$?
+  grep -E "tests passed|Failed|\*\*\*|Timeout|Exception|SKIP" "$OUT/tests.log" | head -40
+fi
+
+bench_rc=0
+if [[ $MODE != tests && -d "$FASTINFER_BUILD_DIR/bench" ]]; then
+  for b in "$FASTINFER_BUILD_DIR"/bench/bench_*; do
+    [[ -x $b ]] || continue
+    name=$(basename "$b")
+    "$b" --json "$OUT/$name.json" >"$OUT/$name.txt" 2>&1 || bench_rc=1
+    tail -30 "$OUT/$name.txt"
+  done
+fi
+echo "gpu-check: build $build_rc, tests $test_rc, bench $bench_rc"
+[[ $test_rc == 0 && $bench_rc == 0 ]]
