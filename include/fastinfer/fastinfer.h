@@ -4,6 +4,7 @@
 #include "fastinfer/device.h"
 #include "fastinfer/dtype.h"
 #include "fastinfer/error.h"
+#include "fastinfer/gdn.h"
 #include "fastinfer/tensor.h"
 #include "fastinfer/version.h"
 #include "fastinfer/workspace.h"

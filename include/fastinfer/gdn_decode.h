@@ -1,0 +1,2 @@
+#pragma once
+// GDN decode / MTP API: see issue 7; filled by the decode work.

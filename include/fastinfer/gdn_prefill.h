@@ -1,0 +1,2 @@
+#pragma once
+// GDN prefill API: see issue 5; filled by the prefill work.
