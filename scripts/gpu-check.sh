@@ -12,7 +12,8 @@ MODE=all
 case "${1:-}" in --tests-only) MODE=tests; shift ;; --bench-only) MODE=bench; shift ;; esac
 FILTER=${1:-}
 
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv >"$OUT/gpu.txt" 2>&1
+# $OUT comes back as at most 8 files: build.log, tests.log, bench.json, bench.txt.
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader
 start=$(date +%s)
 scripts/setup.sh --offline >"$OUT/build.log" 2>&1 &&
   cmake --build "$FASTINFER_BUILD_DIR" -j "$(nproc)" >>"$OUT/build.log" 2>&1
@@ -24,19 +25,17 @@ if [[ $build_rc != 0 ]]; then tail -40 "$OUT/build.log"; exit 1; fi
 test_rc=0
 if [[ $MODE != bench ]]; then
   ctest --test-dir "$FASTINFER_BUILD_DIR" -j 4 --timeout 600 ${FILTER:+-R "$FILTER"} \
-    --output-junit "$OUT/ctest.xml" --output-on-failure >"$OUT/tests.log" 2>&1
+    --output-on-failure >"$OUT/tests.log" 2>&1
   test_rc=$?
   grep -E "tests passed|Failed|\*\*\*|Timeout|Exception|SKIP" "$OUT/tests.log" | head -40
 fi
 
 bench_rc=0
-if [[ $MODE != tests && -d "$FASTINFER_BUILD_DIR/bench" ]]; then
-  for b in "$FASTINFER_BUILD_DIR"/bench/bench_*; do
-    [[ -x $b ]] || continue
-    name=$(basename "$b")
-    "$b" --json "$OUT/$name.json" >"$OUT/$name.txt" 2>&1 || bench_rc=1
-    tail -30 "$OUT/$name.txt"
-  done
+if [[ $MODE != tests ]]; then
+  FASTINFER_COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo unknown) \
+    "$FASTINFER_BUILD_DIR/bench/fastinfer_bench" "${BENCH_ROUTINE:-all}" --json "$OUT/bench.json" >"$OUT/bench.txt" 2>&1
+  bench_rc=$?
+  cat "$OUT/bench.txt"
 fi
 echo "gpu-check: build $build_rc, tests $test_rc, bench $bench_rc"
 [[ $test_rc == 0 && $bench_rc == 0 ]]

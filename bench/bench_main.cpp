@@ -1,0 +1,42 @@
+// fastinfer_bench: runs one or all benchmark routines and writes their JSON.
+//   fastinfer_bench all --json bench.json    (what scripts/gpu-check.sh runs; one object per routine)
+//   fastinfer_bench mm_bf16_fp4 --json out.json [--quick]
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <fstream>
+
+#include "harness.h"
+#include "routines.h"
+
+int main(int argc, char** argv) {
+  using namespace fastinfer::bench;
+  CLI::App app{"fastinfer benchmark driver"};
+  std::string which = "all", json_path;
+  BenchOptions options;
+  app.add_option("routine", which, "Routine name or 'all'");
+  app.add_option("--json", json_path, "Write the results to this file ({routine: result, environment: ...})");
+  app.add_flag("--quick", options.quick, "Fewer shapes and repetitions");
+  app.add_option("--shapes", options.only_shapes, "Only shapes whose label contains this text");
+  CLI11_PARSE(app, argc, argv);
+
+  int ran = 0;
+  nlohmann::json results;
+  for (const Routine& r : routines()) {
+    if (which != "all" && which != r.name) continue;
+    ++ran;
+    std::printf("== %s: %s\n", r.name.c_str(), r.description.c_str());
+    std::fflush(stdout);
+    results[r.name] = r.run(options);
+    // Written after every routine so a later crash or timeout keeps what was measured.
+    results["environment"] = environment_json();
+    if (!json_path.empty()) std::ofstream(json_path) << results.dump(2) << "\n";
+  }
+  if (ran == 0) {
+    std::fprintf(stderr, "no routine named '%s'; available:", which.c_str());
+    for (const Routine& r : routines()) std::fprintf(stderr, " %s", r.name.c_str());
+    std::fprintf(stderr, "\n");
+    return 2;
+  }
+  return 0;
+}
