@@ -7,6 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 OFFLINE=0
+PYTHON_ARGS=()
 [[ "${1:-}" == "--offline" ]] && OFFLINE=1
 BUILD_DIR=${FASTINFER_BUILD_DIR:-build}
 
@@ -41,6 +42,14 @@ if [[ $OFFLINE == 0 ]]; then
     rm -rf .deps/wheels
   fi
 
+  # Python tooling for the binding and its tests, pinned, in a private virtual environment.
+  if [[ ! -x .deps/venv/bin/pytest ]]; then
+    echo "setup: creating .deps/venv (nanobind, numpy, pytest)"
+    python3 -m venv .deps/venv
+    .deps/venv/bin/pip install -q nanobind==2.9.2 numpy==2.2.6 pytest==8.3.5
+  fi
+  PYTHON_ARGS=(-DPython_EXECUTABLE="$ROOT/.deps/venv/bin/python")
+
   # Header-only dependencies and GoogleTest sources, copied so the GPU machine can build offline.
   if [[ ! -f .deps/bundle/include/CLI/CLI.hpp ]]; then
     rm -rf .deps/bundle && mkdir -p .deps/bundle/include
@@ -54,7 +63,7 @@ fi
 
 if [[ ! -f $BUILD_DIR/build.ninja ]]; then
   cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-    -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc -DFASTINFER_DEPS_BUNDLE="$ROOT/.deps/bundle" \
+    -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc -DFASTINFER_DEPS_BUNDLE="$ROOT/.deps/bundle" "${PYTHON_ARGS[@]}" \
     ${FASTINFER_CMAKE_ARGS:-} >/dev/null
 fi
 echo "setup: ready ($BUILD_DIR)"

@@ -15,6 +15,15 @@ else
   ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$(nproc)" -LE gpu
 fi
 
+# The Python package (built into $BUILD_DIR/python): CPU tests here, GPU ones too where a GPU is.
+PYTHON=${FASTINFER_PYTHON:-.deps/venv/bin/python}
+if [[ -f "$BUILD_DIR/python/fastinfer/__init__.py" ]]; then
+  PYTHONPATH="$PWD/$BUILD_DIR/python" "$PYTHON" -m pytest -q python/tests
+else
+  echo "python binding not built: skipping python/tests" >&2
+  [[ -z "${CI:-}" ]] || exit 1
+fi
+
 # find_package consumer: install into the build tree and build a separate project against it.
 cmake --install "$BUILD_DIR" --prefix "$BUILD_DIR/install" >/dev/null
 cmake -S tests/consumer -B "$BUILD_DIR/consumer" -G Ninja -DCMAKE_PREFIX_PATH="$PWD/$BUILD_DIR/install" >/dev/null

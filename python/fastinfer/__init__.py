@@ -1,0 +1,24 @@
+"""fastinfer: GDN prefill/decode and bf16 x NVFP4 GEMM kernels for NVIDIA Hopper.
+
+Tensors are exchanged through DLPack without copies (torch on CUDA, numpy or torch on the CPU).
+CPU tensors run the exact CPU reference backend; CUDA tensors run the sm_90a kernels.
+Errors raise ValueError / TypeError / RuntimeError with the C++ message.
+"""
+from . import _C
+
+__version__ = _C.version()
+
+cuda_device_count = _C.cuda_device_count
+devices = _C.devices
+tensor_info = _C.tensor_info
+reserve_workspace = _C.reserve_workspace
+release_all_workspaces = _C.release_all_workspaces
+
+__all__ = [
+    "__version__",
+    "cuda_device_count",
+    "devices",
+    "tensor_info",
+    "reserve_workspace",
+    "release_all_workspaces",
+]

@@ -1,0 +1,81 @@
+// fastinfer._C: the nanobind extension. One file per area registers its functions; this file
+// sets up the module, the error translation and the runtime functions.
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <Python.h>
+
+#include "bindings.h"
+#include "fastinfer/device.h"
+#include "fastinfer/error.h"
+#include "fastinfer/version.h"
+#include "fastinfer/workspace.h"
+#include "tensor_conversion.h"
+
+namespace nb = nanobind;
+
+namespace fastinfer::python {
+namespace {
+
+nb::dict tensor_info(const Array& a) {
+  const TensorView v = to_view(a);
+  nb::dict d;
+  d["data_ptr"] = reinterpret_cast<std::uintptr_t>(v.data);
+  d["dtype"] = std::string(dtype_name(v.dtype));
+  d["shape"] = std::vector<std::int64_t>(v.shape.begin(), v.shape.begin() + v.ndim);
+  d["strides"] = std::vector<std::int64_t>(v.strides.begin(), v.strides.begin() + v.ndim);
+  d["device"] = to_string(v.device);
+  return d;
+}
+
+nb::list devices() {
+  nb::list out;
+  for (int i = 0; i < cuda_device_count(); ++i) {
+    const DeviceInfo& info = device_info(i);
+    nb::dict d;
+    d["index"] = info.index;
+    d["name"] = info.name;
+    d["sm_count"] = info.sm_count;
+    d["l2_cache_bytes"] = info.l2_cache_bytes;
+    d["smem_per_block_optin"] = info.smem_per_block_optin;
+    d["compute_capability"] = nb::make_tuple(info.cc_major, info.cc_minor);
+    d["total_memory_bytes"] = info.total_memory_bytes;
+    out.append(d);
+  }
+  return out;
+}
+
+}  // namespace
+}  // namespace fastinfer::python
+
+NB_MODULE(_C, m) {
+  using namespace fastinfer;
+  m.doc() = "fastinfer C++ extension (use the `fastinfer` package)";
+
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const Error& e) {
+      PyObject* type = e.kind() == Error::Kind::kType    ? PyExc_TypeError
+                       : e.kind() == Error::Kind::kValue ? PyExc_ValueError
+                                                         : PyExc_RuntimeError;
+      PyErr_SetString(type, e.what());
+    }
+  });
+
+  m.def("version", [] { return std::string(version()); });
+  m.def("cuda_device_count", &cuda_device_count);
+  m.def("devices", &python::devices, "Facts about every CUDA device (read once per device).");
+  m.def("tensor_info", &python::tensor_info, nb::arg("array"),
+        "How fastinfer sees an array (zero copy): data pointer, dtype, shape, strides, device.");
+  m.def("reserve_workspace",
+        [](int device, std::uintptr_t stream, const std::string& name, std::size_t bytes) {
+          reserve_workspace(device, python::to_stream(stream), name, bytes);
+        },
+        nb::arg("device"), nb::arg("stream"), nb::arg("name"), nb::arg("bytes"));
+  m.def("release_all_workspaces", &release_all_workspaces);
+
+  python::register_op_bindings(m);
+}
