@@ -2,7 +2,7 @@
 # The one command for the H200 machine (see docs/DEVELOPING.md): build there with every core
 # using the carried .deps/ (CUTLASS headers + offline bundle), run every test (GPU ones included)
 # and the benchmarks, and leave logs and JSON under $OUT.
-#   device run: carry [".deps"], command "scripts/gpu-check.sh [--tests-only|--bench-only] [ctest -R regex]"
+#   device run: carry [".deps/cutlass", ".deps/bundle"], command "scripts/gpu-check.sh [--tests-only|--bench-only] [ctest -R regex]"
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-out}
@@ -28,6 +28,10 @@ if [[ $MODE != bench ]]; then
     --output-on-failure >"$OUT/tests.log" 2>&1
   test_rc=$?
   grep -E "tests passed|Failed|\*\*\*|Timeout|Exception|SKIP" "$OUT/tests.log" | head -40
+  if [[ -f "$FASTINFER_BUILD_DIR/python/fastinfer/__init__.py" && -z "$FILTER" ]]; then
+    PYTHONPATH="$PWD/$FASTINFER_BUILD_DIR/python" python3 -m pytest -q python/tests >>"$OUT/tests.log" 2>&1 || test_rc=1
+    tail -3 "$OUT/tests.log"
+  fi
 fi
 
 bench_rc=0
