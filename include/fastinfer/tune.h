@@ -76,8 +76,9 @@ class BucketMapper {
 
   friend bool operator==(const BucketMapper& a, const BucketMapper& b) noexcept;
 
+  struct Table;  // internal
+
  private:
-  struct Table;
   std::shared_ptr<const Table> table_;
 };
 
