@@ -8,6 +8,10 @@ set(FASTINFER_CUDA_FLAGS
   -Xptxas=--warn-on-spills
   -Xcudafe=--diag_suppress=177)
 
+# Shared developer machines cap concurrent nvcc runs (scripts/compile-slot.sh; a no-op unless
+# /tmp/fastinfer-compile-slots exists).
+set(CMAKE_CUDA_COMPILER_LAUNCHER "${PROJECT_SOURCE_DIR}/scripts/compile-slot.sh")
+
 function(fastinfer_cuda_target target)
   target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:${FASTINFER_CUDA_FLAGS}>)
 endfunction()
