@@ -1,0 +1,132 @@
+#include "gdn/cp.h"
+
+#include <algorithm>
+
+#include "fastinfer/device.h"
+#include "runtime/check.h"
+#include "runtime/device_guard.h"
+#include "runtime/workspace_carver.h"
+#include "runtime/workspace_pool.h"
+#include "gdn/cp_launch.h"
+
+namespace fastinfer::gdn::detail {
+namespace {
+
+constexpr const char* kOp = "gdn::prefill (context-parallel)";
+constexpr int kD = kHeadDim;
+
+// The one workspace layout, in counting mode (base == nullptr) and carving mode.
+struct CpWorkspace {
+  float* block_inverse;
+  float* map_m;
+  float* map_b;
+  float* chunk_states;
+  void* segment_offsets;
+  std::int32_t* segment_sequence;
+  std::size_t bytes;
+};
+
+CpWorkspace carve(void* base, const CpPlan& plan) {
+  WorkspaceCarver carver(base);
+  const std::size_t heads = static_cast<std::size_t>(plan.num_state_heads);
+  const std::size_t blocks = static_cast<std::size_t>(plan.num_seqs * plan.blocks_per_seq());
+  const std::size_t chunks = static_cast<std::size_t>(plan.segments());
+  CpWorkspace w{};
+  w.block_inverse = carver.take<float>(blocks * heads * kCpBlockLen * kCpBlockLen);
+  w.map_m = carver.take<float>(chunks * heads * kD * kD);
+  w.map_b = carver.take<float>(chunks * heads * kD * kD);
+  w.chunk_states = carver.take<float>(chunks * heads * kD * kD);
+  w.segment_offsets = carver.take<std::int64_t>(chunks + 1);
+  w.segment_sequence = carver.take<std::int32_t>(chunks);
+  w.bytes = carver.bytes();
+  return w;
+}
+
+CpStateType state_type(DType t) {
+  return t == DType::kBFloat16 ? CpStateType::kBFloat16 : t == DType::kFloat16 ? CpStateType::kFloat16 : CpStateType::kFloat32;
+}
+
+// The CP-specific constraints on top of gdn::prefill's validation (which has run already).
+void validate_cp(const PrefillArgs& a, const ExecContext& ctx) {
+  check::require(ctx.device.is_cuda(), kOp, "q", "be on a CUDA device", to_string(ctx.device));
+  for (const auto& [name, t] : {std::pair<const char*, const TensorView*>{"k", &a.k}, {"v", &a.v}}) {
+    check::require(t->stride(0) % 4 == 0 && reinterpret_cast<std::uintptr_t>(t->data) % 8 == 0, kOp, name,
+                   "have 8-byte aligned rows (token stride a multiple of 4 elements)",
+                   "token stride " + std::to_string(t->stride(0)));
+    check::require(t->stride(2) == 1, kOp, name, "have a contiguous last dimension", "stride " + std::to_string(t->stride(2)));
+  }
+  check::require(a.cu_seqlens.size(0) - 1 <= 65535, kOp, "cu_seqlens", "describe at most 65535 sequences",
+                 std::to_string(a.cu_seqlens.size(0) - 1));
+}
+
+void (*const kInverse[2])(const CpStageParams&, cudaStream_t) = {launch_cp_block_inverse<CpInputType::kBFloat16>,
+                                                                 launch_cp_block_inverse<CpInputType::kFloat16>};
+void (*const kMaps[2])(const CpStageParams&, cudaStream_t) = {launch_cp_chunk_maps<CpInputType::kBFloat16>,
+                                                              launch_cp_chunk_maps<CpInputType::kFloat16>};
+
+}  // namespace
+
+CpStageView run_cp_stages(const PrefillArgs& a, const ExecContext& ctx, const CpOptions& options, float* final_states) {
+  validate_cp(a, ctx);
+  const int device = ctx.device.index;
+  const DeviceInfo& info = device_info(device);
+  const std::int64_t n_seqs = a.cu_seqlens.size(0) - 1;
+  const std::int64_t hsab = std::max(a.q.size(1), a.v.size(1));
+  const std::int64_t max_len = options.max_seqlen > 0 ? options.max_seqlen : a.k.size(0);
+  const CpPlan plan = make_cp_plan(n_seqs, hsab, max_len, info.sm_count, options.chunk_len);
+
+  DeviceGuard guard(device);
+  const std::size_t bytes = carve(nullptr, plan).bytes;
+  const CpWorkspace w = carve(WorkspacePool::global().get(device, ctx.stream, "gdn.cp", bytes), plan);
+
+  CpStageParams p;
+  p.k = a.k.data;
+  p.v = a.v.data;
+  p.k_stride_token = a.k.stride(0);
+  p.k_stride_head = a.k.stride(1);
+  p.v_stride_token = a.v.stride(0);
+  p.v_stride_head = a.v.stride(1);
+  if (a.alpha) p.alpha = static_cast<const float*>(a.alpha->data), p.alpha_stride_token = a.alpha->stride(0);
+  if (a.beta) p.beta = static_cast<const float*>(a.beta->data), p.beta_stride_token = a.beta->stride(0);
+  p.cu_seqlens = a.cu_seqlens.data;
+  p.offsets_are_int64 = a.cu_seqlens.dtype == DType::kInt64;
+  p.num_seqs = static_cast<int>(n_seqs);
+  p.num_k_heads = static_cast<int>(a.k.size(1));
+  p.num_v_heads = static_cast<int>(a.v.size(1));
+  p.num_state_heads = static_cast<int>(hsab);
+  p.use_qk_l2norm = a.use_qk_l2norm;
+  if (a.initial_state) {
+    p.initial_state = a.initial_state->data;
+    p.initial_state_type = state_type(a.initial_state->dtype);
+    p.initial_state_slot_stride = a.initial_state->stride(0);
+  }
+  if (a.state_indices) p.state_indices = static_cast<const std::int32_t*>(a.state_indices->data);
+  p.chunk_len = static_cast<int>(plan.chunk_len);
+  p.chunks_per_seq = static_cast<int>(plan.chunks_per_seq);
+  p.blocks_per_seq = static_cast<int>(plan.blocks_per_seq());
+  p.block_inverse = w.block_inverse;
+  p.map_m = w.map_m;
+  p.map_b = w.map_b;
+  p.chunk_states = w.chunk_states;
+  p.final_states = final_states;
+  p.segment_offsets = w.segment_offsets;
+  p.segment_sequence = w.segment_sequence;
+  p.programmatic_launch = options.programmatic_launch;
+
+  const int input = a.k.dtype == DType::kFloat16 ? 1 : 0;
+  kInverse[input](p, ctx.stream);
+  kMaps[input](p, ctx.stream);
+  launch_cp_fixup(p, ctx.stream);
+  return {plan, w.block_inverse, w.map_m, w.map_b, w.chunk_states};
+}
+
+void prefill_cp(const PrefillArgs& a, const ExecContext& ctx, const CpOptions& options) {
+  validate_cp(a, ctx);
+  // Stage 4 runs prefill's kernel with PrefillParams{segment_offsets, segment_sequence,
+  // segment_states = chunk_states}; that kernel does not implement the hooks yet.
+  check::fail(kOp, "use_cp", "be Off until the prefill kernel implements its segment hooks (stage 4)",
+              "On", Error::Kind::kRuntime);
+  (void)options;
+}
+
+}  // namespace fastinfer::gdn::detail

@@ -1,0 +1,50 @@
+#pragma once
+// The GDN context-parallel (CP) prefill pipeline (issue 6), internal entry points. The public
+// gdn::prefill decides (use_cp = Auto/On/Off, wired by the lead) and calls prefill_cp.
+//
+//   stage 1  block inverses   Tinv per 64-token block and head        (cp_block_inverse_sm90.cuh)
+//   stage 2  chunk maps       (M, B) per CP chunk and head            (cp_chunk_maps_sm90.cuh)
+//   stage 3  fix-up scan      state entering every chunk              (cp_fixup_sm90.cuh)
+//   stage 4  prefill proper   the chunked kernel on the chunks as segments (prefill's kernel)
+//
+// All stages run on the one resolved {device, stream}; their intermediates are carved from one
+// block of WorkspacePool::global() keyed by (device, stream, "gdn.cp").
+#include <cstdint>
+
+#include "fastinfer/context.h"
+#include "fastinfer/gdn_prefill.h"
+#include "gdn/cp_plan.h"
+
+namespace fastinfer::gdn::detail {
+
+struct CpOptions {
+  // Longest sequence of the call, known to the caller on the host (serving frameworks keep the
+  // lengths there). 0 = unknown: the total token count is used as the bound (FlashInfer's choice;
+  // it oversizes the grids and the workspace N-fold).
+  std::int64_t max_seqlen = 0;
+  std::int64_t chunk_len = 0;  // 0 = the chunk rule of make_cp_plan
+  bool programmatic_launch = true;  // PDL between stages 1 -> 2 -> 3
+};
+
+// What stages 1-3 produced, for tests and benchmarks. The pointers point into the call's
+// workspace and stay valid until the next CP call on the same stream.
+struct CpStageView {
+  CpPlan plan;
+  const float* block_inverse = nullptr;  // [N * blocks_per_seq, Hsab, 64, 64]
+  const float* map_m = nullptr;          // [N * chunks_per_seq, Hsab, 128, 128]
+  const float* map_b = nullptr;
+  const float* chunk_states = nullptr;
+};
+
+// Runs stages 1-3 for validated CUDA arguments. With final_states (device fp32
+// [N, Hsab, 128, 128]) the last chunk of each sequence is composed as well and the state after it
+// is written there (a check of the CP math without stage 4).
+CpStageView run_cp_stages(const PrefillArgs& args, const ExecContext& ctx, const CpOptions& options = {},
+                          float* final_states = nullptr);
+
+// The whole CP prefill. Stage 4 needs the prefill kernel's segment hooks (PrefillParams::
+// segment_offsets / segment_sequence / segment_states); until that kernel implements them this
+// throws fastinfer::Error after validation, before anything is written (docs/GDN_CP.md).
+void prefill_cp(const PrefillArgs& args, const ExecContext& ctx, const CpOptions& options = {});
+
+}  // namespace fastinfer::gdn::detail

@@ -1,0 +1,55 @@
+#pragma once
+// The plain-struct boundary between the CP pipeline's dispatch and its stage kernels (issue 6):
+// pointers, strides in elements, flags; no CUDA or CuTe types.
+#include <cstdint>
+
+namespace fastinfer::gdn::detail {
+
+enum class CpInputType : std::uint8_t { kBFloat16, kFloat16 };
+enum class CpStateType : std::uint8_t { kFloat32, kBFloat16, kFloat16 };
+
+struct CpStageParams {
+  // Inputs [T, H, 128], last dimension contiguous; token strides multiples of 8 elements.
+  const void* k = nullptr;
+  const void* v = nullptr;
+  std::int64_t k_stride_token = 0, k_stride_head = 0;
+  std::int64_t v_stride_token = 0, v_stride_head = 0;
+  const float* alpha = nullptr;  // [T, Hsab]; nullptr = 1
+  const float* beta = nullptr;   // [T, Hsab]; nullptr = 1
+  std::int64_t alpha_stride_token = 0, beta_stride_token = 0;
+  const void* cu_seqlens = nullptr;  // [N + 1], int32 or int64
+  bool offsets_are_int64 = false;
+  int num_seqs = 0;
+  int num_k_heads = 0, num_v_heads = 0, num_state_heads = 0;
+  bool use_qk_l2norm = false;
+
+  // Initial state (fix-up): packed [N, Hsab, 128, 128] or pool with state_indices; nullptr = 0.
+  const void* initial_state = nullptr;
+  CpStateType initial_state_type = CpStateType::kFloat32;
+  std::int64_t initial_state_slot_stride = 0;
+  const std::int32_t* state_indices = nullptr;
+
+  // Layout (see CpPlan): block b of sequence n is row n * blocks_per_seq + b, chunk c is row
+  // n * chunks_per_seq + c.
+  int chunk_len = 0;
+  int chunks_per_seq = 0;
+  int blocks_per_seq = 0;
+
+  // Workspace slices.
+  float* block_inverse = nullptr;  // [N * blocks_per_seq, Hsab, 64, 64], Tinv without diag(beta)
+  float* map_m = nullptr;          // [N * chunks_per_seq, Hsab, 128, 128], M of H_out = H_in M + B
+  float* map_b = nullptr;          // same shape, B
+  float* chunk_states = nullptr;   // same shape, the state entering each chunk
+  // Optional: when set, stage 2 also composes the last chunk of each sequence and stage 3 writes
+  // the state after it here ([N, Hsab, 128, 128]); the pipeline leaves it null (stage 4 writes
+  // the final state), tests use it to check stages 1-3 end to end.
+  float* final_states = nullptr;
+  // Optional: segment table for stage 4 (segment s = n * chunks_per_seq + c covers tokens
+  // [offsets[s], offsets[s + 1]), offsets in the dtype of cu_seqlens), written by stage 3.
+  void* segment_offsets = nullptr;
+  std::int32_t* segment_sequence = nullptr;
+
+  bool programmatic_launch = false;  // launch stages 2-3 with programmatic dependent launch
+};
+
+}  // namespace fastinfer::gdn::detail

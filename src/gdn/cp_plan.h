@@ -1,0 +1,33 @@
+#pragma once
+// How the context-parallel (CP) prefill cuts a call into work: the CP chunk length, the number of
+// chunks per sequence, and when CP pays off at all. Host-only, unit-tested without a GPU.
+#include <cstdint>
+
+namespace fastinfer::gdn::detail {
+
+inline constexpr int kCpBlockLen = 64;  // the prefill kernel's chunk; CP chunks are multiples of it
+
+struct CpPlan {
+  std::int64_t num_seqs = 0;
+  std::int64_t num_state_heads = 0;
+  std::int64_t chunk_len = 0;       // tokens per CP chunk, a multiple of kCpBlockLen
+  std::int64_t chunks_per_seq = 0;  // ceil(max_seqlen / chunk_len), at least 1
+  std::int64_t blocks_per_seq() const { return chunks_per_seq * (chunk_len / kCpBlockLen); }
+  std::int64_t segments() const { return num_seqs * chunks_per_seq; }
+};
+
+// The chunk rule (docs/GDN_CP.md): the chunk-parallel stages run one CTA per (chunk, head), so
+// aim for num_seqs * heads * chunks close to one full wave of SMs, with chunks no shorter than
+// kCpMinChunkLen tokens so the serial fix-up (one 128x128 step per chunk) stays short.
+// max_seqlen is the real longest sequence of the call (FlashInfer sizes this from the total token
+// count, which oversizes the grid N-fold for N > 1).
+inline constexpr std::int64_t kCpMinChunkLen = 512;  // unmeasured: fix-up step ~2 us vs 8 blocks of chunk work
+CpPlan make_cp_plan(std::int64_t num_seqs, std::int64_t num_state_heads, std::int64_t max_seqlen, int sm_count,
+                    std::int64_t forced_chunk_len = 0);
+
+// Whether CP should run (use_cp = Auto): the per-(sequence, head) path keeps fewer than half the
+// SMs busy and some sequence is long enough to be cut in at least two chunks.
+// Starting point FlashInfer's HBM rule 2 * N * Hsab < SMs; not yet tuned on the H200.
+bool should_use_cp(std::int64_t num_seqs, std::int64_t num_state_heads, std::int64_t max_seqlen, int sm_count);
+
+}  // namespace fastinfer::gdn::detail

@@ -1,0 +1,216 @@
+#pragma once
+// CP stage 2: per CP chunk and state head, the affine map H_out = H_in M + B of the chunk,
+// composed block by block (docs/GDN_CP.md). For a block with T = Tinv diag(beta), gates G
+// (running log alpha) and gL = G[last]:
+//     A  = T K,  Ud = T diag(exp(gL - G)) V                      (64 x 128 each)
+//     P  = exp(gL) (I - A^T K),  Bv = Ud^T K
+//     [M; B] <- [M; B] P + [0; Bv] = exp(gL) [M; B] + Z K,   Z = [0; Ud^T] - exp(gL) [M; B] A^T
+// The stacked [M; B] (256 x 128, fp32) lives in registers: warp w owns rows 32w..32w+31, and a
+// row's update needs only that row (the recurrence is row-separable), so each warp feeds its own
+// accumulator fragments back as MMA A operands (C-fragment == A-fragment layout after packing).
+// Every multiplier exp(.) is <= 1, so nothing overflows however small the gates are.
+#include "gdn/cp_launch.h"
+#include "gdn/kernels/cp_common_sm90.cuh"
+
+namespace fastinfer::gdn::detail::cp {
+
+inline constexpr int kMapThreads = 256;
+
+template <class E>
+struct ChunkMapsSmem {
+  // Paddings keep the MMA fragment loads bank-conflict free (rows 144 B / 272 B apart).
+  alignas(16) E k_t[kD][kC + 8];    // K transposed: [dim][token]
+  alignas(16) E v_t[kD][kC + 8];    // V transposed
+  alignas(16) E t_k[kC][kC + 8];    // T = Tinv diag(beta)
+  alignas(16) E t_v[kC][kC + 8];    // T diag(exp(gL - G))
+  alignas(16) E a[kC][kD + 8];      // A = T K, [token][dim]
+  alignas(16) float ud_t[kD][kC + 1];  // Ud transposed, fp32
+  float gates[kC], beta[kC];
+};
+
+template <CpInputType kInput>
+__global__ void __launch_bounds__(kMapThreads, 1) chunk_maps_kernel(const CpStageParams p) {
+  using In = Input<kInput>;
+  using E = typename In::T;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  auto& s = *reinterpret_cast<ChunkMapsSmem<E>*>(smem_raw);
+
+  const int chunk = blockIdx.x, h = blockIdx.y, n = blockIdx.z;
+  wait_for_previous_stage();
+  const std::int64_t bos = seq_offset(p, n), eos = seq_offset(p, n + 1);
+  const std::int64_t c0 = bos + static_cast<std::int64_t>(chunk) * p.chunk_len;
+  if (c0 >= eos) return;
+  const bool last = c0 + p.chunk_len >= eos;
+  if (last && p.final_states == nullptr) return;  // only the final state needs the last chunk's map
+  const std::int64_t chunk_end = min(c0 + p.chunk_len, eos);
+
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const bool rows_of_b = warp >= 4;
+  const int row0 = (warp % 4) * 32;  // first row (of M or of B) this warp owns
+
+  // acc[mt][nt][e]: row row0 + 16 mt + g + 8 (e / 2), column 8 nt + 2 t + e % 2. M = I, B = 0.
+  float acc[2][16][4];
+#pragma unroll
+  for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+    for (int nt = 0; nt < 16; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int r = row0 + mt * 16 + g + (e / 2) * 8, c = nt * 8 + 2 * t + (e % 2);
+        acc[mt][nt][e] = (!rows_of_b && r == c) ? 1.f : 0.f;
+      }
+
+  const int hk = h * p.num_k_heads / p.num_state_heads, hv = h * p.num_v_heads / p.num_state_heads;
+  const E* k_head = static_cast<const E*>(p.k) + static_cast<std::int64_t>(hk) * p.k_stride_head;
+  const E* v_head = static_cast<const E*>(p.v) + static_cast<std::int64_t>(hv) * p.v_stride_head;
+  const int blocks_per_chunk = p.chunk_len / kC;
+
+  for (int blk = 0; c0 + static_cast<std::int64_t>(blk) * kC < chunk_end; ++blk) {
+    const std::int64_t t0 = c0 + static_cast<std::int64_t>(blk) * kC;
+    const int len = static_cast<int>((chunk_end - t0 < kC ? chunk_end - t0 : kC));
+    __syncthreads();  // the previous block's shared data is no longer read
+    load_block_rows<In>(k_head, p.k_stride_token, t0, len, p.use_qk_l2norm, warp, kMapThreads / 32, lane,
+                        [&](int r, int c, float x) { s.k_t[c][r] = In::from_float(x); });
+    load_block_rows<In>(v_head, p.v_stride_token, t0, len, false, warp, kMapThreads / 32, lane,
+                        [&](int r, int c, float x) { s.v_t[c][r] = In::from_float(x); });
+    load_block_gates(p, t0, len, h, s.gates, s.beta);  // synchronises
+    const float g_last = s.gates[kC - 1];
+    const float* tinv = p.block_inverse + ((static_cast<std::int64_t>(n) * p.blocks_per_seq +
+                                            static_cast<std::int64_t>(chunk) * blocks_per_chunk + blk) *
+                                               p.num_state_heads + h) * kC * kC;
+    for (int idx = threadIdx.x; idx < kC * kC; idx += kMapThreads) {
+      const int i = idx / kC, j = idx % kC;
+      const float tv = tinv[idx] * s.beta[j];
+      s.t_k[i][j] = In::from_float(tv);
+      s.t_v[i][j] = In::from_float(tv * __expf(g_last - s.gates[j]));
+    }
+    __syncthreads();
+
+    // A = T K (warps 0-3) and Ud = T diag(exp(gL - G)) V (warps 4-7); warp owns 16 token rows.
+    {
+      const int product = warp / 4, mt = warp % 4;
+      const E(*lhs)[kC + 8] = product == 0 ? s.t_k : s.t_v;
+      const E(*rhs_t)[kC + 8] = product == 0 ? s.k_t : s.v_t;
+      std::uint32_t a[4][4];
+#pragma unroll
+      for (int ks = 0; ks < 4; ++ks) {
+        const int row = mt * 16 + g, col = ks * 16 + 2 * t;
+        a[ks][0] = lds_pair(&lhs[row][col]);
+        a[ks][1] = lds_pair(&lhs[row + 8][col]);
+        a[ks][2] = lds_pair(&lhs[row][col + 8]);
+        a[ks][3] = lds_pair(&lhs[row + 8][col + 8]);
+      }
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        float o[8][4] = {};
+#pragma unroll
+        for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+          for (int ks = 0; ks < 4; ++ks) {
+            const int d = half * 64 + nt * 8 + g;
+            In::mma(o[nt], a[ks], lds_pair(&rhs_t[d][ks * 16 + 2 * t]), lds_pair(&rhs_t[d][ks * 16 + 2 * t + 8]));
+          }
+#pragma unroll
+        for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const int i = mt * 16 + g + (e / 2) * 8, d = half * 64 + nt * 8 + 2 * t + (e % 2);
+            if (product == 0) s.a[i][d] = In::from_float(o[nt][e]);
+            else s.ud_t[d][i] = o[nt][e];
+          }
+      }
+    }
+    __syncthreads();
+
+    const float decay = __expf(g_last);
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt) {
+      // Y = rows * A^T (16 x 64); the rows come straight from the accumulators.
+      float y[8][4] = {};
+#pragma unroll
+      for (int ks = 0; ks < 8; ++ks) {
+        const std::uint32_t a[4] = {In::pack(acc[mt][2 * ks][0], acc[mt][2 * ks][1]),
+                                    In::pack(acc[mt][2 * ks][2], acc[mt][2 * ks][3]),
+                                    In::pack(acc[mt][2 * ks + 1][0], acc[mt][2 * ks + 1][1]),
+                                    In::pack(acc[mt][2 * ks + 1][2], acc[mt][2 * ks + 1][3])};
+#pragma unroll
+        for (int nt = 0; nt < 8; ++nt)
+          In::mma(y[nt], a, lds_pair(&s.a[nt * 8 + g][ks * 16 + 2 * t]), lds_pair(&s.a[nt * 8 + g][ks * 16 + 2 * t + 8]));
+      }
+      // Z = [0; Ud^T] - exp(gL) Y as A fragments over the 64 tokens.
+      const int r = row0 + mt * 16 + g;
+      std::uint32_t z[4][4];
+#pragma unroll
+      for (int kc = 0; kc < 4; ++kc) {
+        float zv[2][4];
+#pragma unroll
+        for (int q = 0; q < 2; ++q)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const int col = (2 * kc + q) * 8 + 2 * t + (e % 2);
+            const float ud = rows_of_b ? s.ud_t[r + (e / 2) * 8][col] : 0.f;
+            zv[q][e] = ud - decay * y[2 * kc + q][e];
+          }
+        z[kc][0] = In::pack(zv[0][0], zv[0][1]);
+        z[kc][1] = In::pack(zv[0][2], zv[0][3]);
+        z[kc][2] = In::pack(zv[1][0], zv[1][1]);
+        z[kc][3] = In::pack(zv[1][2], zv[1][3]);
+      }
+      // rows <- exp(gL) rows + Z K.
+#pragma unroll
+      for (int nt = 0; nt < 16; ++nt) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[mt][nt][e] *= decay;
+#pragma unroll
+        for (int kc = 0; kc < 4; ++kc)
+          In::mma(acc[mt][nt], z[kc], lds_pair(&s.k_t[nt * 8 + g][kc * 16 + 2 * t]),
+                  lds_pair(&s.k_t[nt * 8 + g][kc * 16 + 2 * t + 8]));
+      }
+    }
+  }
+
+  float* out = (rows_of_b ? p.map_b : p.map_m) +
+               ((static_cast<std::int64_t>(n) * p.chunks_per_seq + chunk) * p.num_state_heads + h) * kD * kD;
+#pragma unroll
+  for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+    for (int nt = 0; nt < 16; ++nt)
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const int r = row0 + mt * 16 + g + half * 8, c = nt * 8 + 2 * t;
+        *reinterpret_cast<float2*>(out + r * kD + c) = make_float2(acc[mt][nt][2 * half], acc[mt][nt][2 * half + 1]);
+      }
+}
+
+template <CpInputType kInput>
+void launch_cp_chunk_maps(const CpStageParams& params, cudaStream_t stream) {
+  using E = typename Input<kInput>::T;
+  constexpr std::size_t smem = sizeof(ChunkMapsSmem<E>);
+  static_assert(smem <= 227 * 1024, "chunk-map stage exceeds Hopper shared memory");
+  // Opting in to > 48 KiB is per device; done once per process for the devices we meet.
+  static const bool configured = [] {
+    int count = 0;
+    FASTINFER_CUDA_CHECK(cudaGetDeviceCount(&count));
+    int current = 0;
+    FASTINFER_CUDA_CHECK(cudaGetDevice(&current));
+    for (int d = 0; d < count; ++d) {
+      FASTINFER_CUDA_CHECK(cudaSetDevice(d));
+      FASTINFER_CUDA_CHECK(cudaFuncSetAttribute(chunk_maps_kernel<kInput>,
+                                                cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+    }
+    FASTINFER_CUDA_CHECK(cudaSetDevice(current));
+    return true;
+  }();
+  (void)configured;
+  const dim3 grid(params.chunks_per_seq, params.num_state_heads, params.num_seqs);
+  launch_stage(chunk_maps_kernel<kInput>, grid, dim3(kMapThreads), smem, stream, params.programmatic_launch, params);
+}
+
+}  // namespace fastinfer::gdn::detail::cp
+
+namespace fastinfer::gdn::detail {
+template <CpInputType kInput>
+void launch_cp_chunk_maps(const CpStageParams& params, cudaStream_t stream) {
+  cp::launch_cp_chunk_maps<kInput>(params, stream);
+}
+}  // namespace fastinfer::gdn::detail

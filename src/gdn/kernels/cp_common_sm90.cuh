@@ -1,0 +1,138 @@
+#pragma once
+// Shared pieces of the CP stage kernels: the input element types and their m16n8k16 tensor-core
+// MMA (CuTe's SM80 atoms, which Hopper runs natively), sequence offsets, block loads, gates.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <cute/arch/mma_sm80.hpp>
+
+#include "gdn/cp_params.h"
+#include "runtime/cuda_check.h"
+
+namespace fastinfer::gdn::detail::cp {
+
+inline constexpr int kD = 128;  // head dim
+inline constexpr int kC = 64;   // block length
+inline constexpr float kMinLogAlpha = -80.0f;  // alpha < 1e-35 acts as 0 (as in the chunked form)
+
+template <CpInputType>
+struct Input;
+
+template <>
+struct Input<CpInputType::kBFloat16> {
+  using T = __nv_bfloat16;
+  __device__ static float to_float(T x) { return __bfloat162float(x); }
+  __device__ static T from_float(float x) { return __float2bfloat16_rn(x); }
+  __device__ static std::uint32_t pack(float lo, float hi) {
+    __nv_bfloat162 p = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<std::uint32_t*>(&p);
+  }
+  // d += a * b for one 16x8x16 tile (fragments in the PTX m16n8k16 layout).
+  __device__ static void mma(float (&d)[4], const std::uint32_t (&a)[4], std::uint32_t b0, std::uint32_t b1) {
+    cute::SM80_16x8x16_F32BF16BF16F32_TN::fma(d[0], d[1], d[2], d[3], a[0], a[1], a[2], a[3], b0, b1, d[0], d[1],
+                                              d[2], d[3]);
+  }
+};
+
+template <>
+struct Input<CpInputType::kFloat16> {
+  using T = __half;
+  __device__ static float to_float(T x) { return __half2float(x); }
+  __device__ static T from_float(float x) { return __float2half_rn(x); }
+  __device__ static std::uint32_t pack(float lo, float hi) {
+    __half2 p = __floats2half2_rn(lo, hi);
+    return *reinterpret_cast<std::uint32_t*>(&p);
+  }
+  __device__ static void mma(float (&d)[4], const std::uint32_t (&a)[4], std::uint32_t b0, std::uint32_t b1) {
+    cute::SM80_16x8x16_F32F16F16F32_TN::fma(d[0], d[1], d[2], d[3], a[0], a[1], a[2], a[3], b0, b1, d[0], d[1],
+                                            d[2], d[3]);
+  }
+};
+
+// Two consecutive 16-bit elements from shared memory as one MMA register.
+template <class T>
+__device__ inline std::uint32_t lds_pair(const T* p) {
+  return *reinterpret_cast<const std::uint32_t*>(p);
+}
+
+__device__ inline std::int64_t seq_offset(const CpStageParams& p, int i) {
+  return p.offsets_are_int64 ? static_cast<const std::int64_t*>(p.cu_seqlens)[i]
+                             : static_cast<const std::int32_t*>(p.cu_seqlens)[i];
+}
+
+// Waits for the previous grid on the stream when launched as a programmatic dependent launch
+// (a no-op otherwise).
+__device__ inline void wait_for_previous_stage() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
+
+// Loads rows [t0, t0 + len) of one head of a [T, H, 128] input into shared memory through
+// store(row, col, value); rows len..63 store zeros. With `normalise`, each row is scaled by
+// rsqrt(sum x^2 + 1e-6) in fp32 first (use_qk_l2norm). One warp per row, 4 elements per lane.
+template <class In, class Store>
+__device__ inline void load_block_rows(const typename In::T* base, std::int64_t stride_token, std::int64_t t0,
+                                       int len, bool normalise, int warp, int warps, int lane, Store store) {
+  for (int r = warp; r < kC; r += warps) {
+    float x[4] = {0.f, 0.f, 0.f, 0.f};
+    if (r < len) {
+      const uint2 raw = *reinterpret_cast<const uint2*>(base + (t0 + r) * stride_token + lane * 4);
+      const typename In::T* e = reinterpret_cast<const typename In::T*>(&raw);
+#pragma unroll
+      for (int i = 0; i < 4; ++i) x[i] = In::to_float(e[i]);
+      if (normalise) {
+        float sum = x[0] * x[0] + x[1] * x[1] + x[2] * x[2] + x[3] * x[3];
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+        const float inv = rsqrtf(sum + 1e-6f);
+#pragma unroll
+        for (int i = 0; i < 4; ++i) x[i] *= inv;
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < 4; ++i) store(r, lane * 4 + i, x[i]);
+  }
+}
+
+// Per-token gates of one block: g[t] = running sum of clamped log alpha (constant past len),
+// beta[t] (zero past len). Needs blockDim.x >= 64; ends with the block synchronised.
+__device__ inline void load_block_gates(const CpStageParams& p, std::int64_t t0, int len, int h, float* g,
+                                        float* beta) {
+  const int t = threadIdx.x;
+  if (t < kC) {
+    float la = 0.f, be = 0.f;
+    if (t < len) {
+      const std::int64_t tok = t0 + t;
+      la = p.alpha ? fmaxf(__logf(p.alpha[tok * p.alpha_stride_token + h]), kMinLogAlpha) : 0.f;
+      be = p.beta ? p.beta[tok * p.beta_stride_token + h] : 1.f;
+    }
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+      const float y = __shfl_up_sync(0xffffffffu, la, o);
+      if ((t & 31) >= o) la += y;
+    }
+    g[t] = la;
+    beta[t] = be;
+  }
+  __syncthreads();
+  if (t >= 32 && t < kC) g[t] += g[31];
+  __syncthreads();
+}
+
+// Launches `kernel` on `stream`, as a programmatic dependent launch when `programmatic`.
+template <class... Params, class... Args>
+void launch_stage(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t smem, cudaStream_t stream,
+                  bool programmatic, Args&&... args) {
+  cudaLaunchConfig_t config{};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.dynamicSmemBytes = smem;
+  config.stream = stream;
+  cudaLaunchAttribute attribute{};
+  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute.val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = &attribute;
+  config.numAttrs = programmatic ? 1 : 0;
+  FASTINFER_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...));
+}
+
+}  // namespace fastinfer::gdn::detail::cp

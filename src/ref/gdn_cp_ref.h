@@ -1,0 +1,48 @@
+#pragma once
+// CPU references of the stages of the GDN context-parallel (CP) prefill (issue 6), in fp64.
+// Each one takes validated host arguments (gdn::PrefillArgs, strides honoured) and the CP layout,
+// and produces exactly what the matching GPU stage writes into its workspace, so every stage can
+// be tested on its own (feed the GPU's previous-stage output to the reference of the next stage).
+//
+// Convention (docs/GDN_CP.md): state H is [V, K]; a span of tokens maps it affinely,
+//     H_out = H_in M + B,   M = prod_t alpha_t (I - beta_t k_t k_t^T)  [K, K],  B [V, K]
+// (the issue's S = H^T form is S_out = M^T S_in + B^T).
+//
+// Layout: sequence n owns blocks_per_seq 64-token blocks (rows n*blocks_per_seq + b) and
+// chunks_per_seq CP chunks of chunk_len tokens (rows n*chunks_per_seq + c); rows past the end of
+// a sequence are not written.
+#include <cstdint>
+#include <vector>
+
+#include "fastinfer/gdn_prefill.h"
+
+namespace fastinfer::ref {
+
+struct CpLayout {
+  std::int64_t chunk_len = 0;       // multiple of 64
+  std::int64_t chunks_per_seq = 0;  // >= ceil(max sequence length / chunk_len)
+  std::int64_t blocks_per_seq() const { return chunks_per_seq * (chunk_len / 64); }
+};
+
+// Stage 1: per 64-token block and state head, the gate-free inverse
+//     Tinv = (I + strict_lower(diag(beta) K K^T))^-1          [64, 64], row-major
+// (the diag(beta) factor is not included; padded tokens of a short block have k = 0, beta = 0).
+// Result: [N * blocks_per_seq, Hsab, 64, 64].
+std::vector<double> gdn_cp_block_inverse_ref(const gdn::PrefillArgs& args, CpLayout layout);
+
+// Stage 2: per CP chunk and state head, the affine map (M, B) of the chunk composed block by
+// block from the stage-1 inverses `inverse` (any source: the reference's or the GPU's).
+// Results m, b: [N * chunks_per_seq, Hsab, 128, 128] (M is [K, K], B is [V, K]). Chunks not
+// present are left as they are (vectors are resized, new elements zero).
+void gdn_cp_chunk_maps_ref(const gdn::PrefillArgs& args, CpLayout layout, const std::vector<double>& inverse,
+                           std::vector<double>& m, std::vector<double>& b);
+
+// Stage 3: the serial fix-up over the chunks of each sequence from its initial state (absent,
+// packed or pool; a negative slot starts from zero): chunk_states[n, c] is the state entering
+// chunk c, final_states[n] the state after the last chunk (sequences of length zero keep zeros).
+// Shapes: chunk_states [N * chunks_per_seq, Hsab, 128, 128], final_states [N, Hsab, 128, 128].
+void gdn_cp_fixup_ref(const gdn::PrefillArgs& args, CpLayout layout, const std::vector<double>& m,
+                      const std::vector<double>& b, std::vector<double>& chunk_states,
+                      std::vector<double>& final_states);
+
+}  // namespace fastinfer::ref

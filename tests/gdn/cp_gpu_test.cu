@@ -1,0 +1,262 @@
+// GPU tests of CP stages 1-3: each stage against its CPU reference fed with the GPU's previous
+// stage, stages 1-3 end to end against the token-serial fp64 recurrence (chunk-entry and final
+// states), two concurrent streams against sequential runs, and a replayed CUDA graph with new
+// input values against eager runs.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "gdn/cp.h"
+#include "gdn/cp_problem.h"
+#include "ref/gdn_cp_ref.h"
+#include "runtime/cuda_check.h"
+#include "support/gpu_test.h"
+
+namespace fastinfer {
+namespace {
+
+using namespace cp_test;
+using gdn::detail::CpOptions;
+using gdn::detail::CpStageView;
+
+// A device copy of a host tensor.
+struct DeviceTensor {
+  void* ptr = nullptr;
+  TensorView view;
+  DeviceTensor() = default;
+  explicit DeviceTensor(const TensorView& host) : view(host) {
+    const std::size_t bytes = static_cast<std::size_t>(host.numel()) * host.element_size();
+    FASTINFER_CUDA_CHECK(cudaMalloc(&ptr, bytes));
+    FASTINFER_CUDA_CHECK(cudaMemcpy(ptr, host.data, bytes, cudaMemcpyHostToDevice));
+    view.data = ptr;
+    view.device = Device::cuda(0);
+  }
+  void upload(const TensorView& host) {
+    FASTINFER_CUDA_CHECK(cudaMemcpy(ptr, host.data, static_cast<std::size_t>(host.numel()) * host.element_size(),
+                                    cudaMemcpyHostToDevice));
+  }
+  ~DeviceTensor() { if (ptr) cudaFree(ptr); }
+  DeviceTensor(const DeviceTensor&) = delete;
+  DeviceTensor& operator=(const DeviceTensor&) = delete;
+};
+
+// The problem's arguments on the device.
+struct DeviceProblem {
+  DeviceTensor q, k, v, alpha, beta, cu, state, indices;
+  gdn::PrefillArgs args;
+  explicit DeviceProblem(const Problem& p)
+      : q(p.q), k(p.k), v(p.v), alpha(p.alpha), beta(p.beta), cu(p.cu) {
+    args = p.args;
+    args.q = q.view;
+    args.k = k.view;
+    args.v = v.view;
+    args.alpha = alpha.view;
+    args.beta = beta.view;
+    args.cu_seqlens = cu.view;
+    args.output = q.view;  // unused by stages 1-3
+    if (p.args.initial_state) {
+      new (&state) DeviceTensor(*p.args.initial_state);
+      args.initial_state = state.view;
+    }
+    if (p.args.state_indices) {
+      new (&indices) DeviceTensor(*p.args.state_indices);
+      args.state_indices = indices.view;
+    }
+  }
+};
+
+std::vector<double> download(const float* d, std::size_t count) {
+  std::vector<float> f(count);
+  FASTINFER_CUDA_CHECK(cudaMemcpy(f.data(), d, count * sizeof(float), cudaMemcpyDeviceToHost));
+  return std::vector<double>(f.begin(), f.end());
+}
+
+// Only rows that belong to a sequence are compared (the rest of a workspace is undefined).
+double rel_l2_rows(const std::vector<double>& got, const std::vector<double>& want, const Problem& p,
+                   std::int64_t rows_per_seq, std::int64_t row_tokens, std::int64_t row_elems) {
+  std::vector<double> g, w;
+  for (std::size_t n = 0; n < p.lengths.size(); ++n)
+    for (std::int64_t r = 0; r * row_tokens < p.lengths[n]; ++r) {
+      const std::size_t base = (n * rows_per_seq + r) * p.hsab * row_elems;
+      for (std::int64_t i = 0; i < p.hsab * row_elems; ++i) {
+        EXPECT_TRUE(std::isfinite(got[base + i])) << "row " << r << " of sequence " << n << " not written";
+        g.push_back(got[base + i]);
+        w.push_back(want[base + i]);
+      }
+    }
+  return rel_l2(g, w);
+}
+
+struct StageRun {
+  CpStageView view;
+  std::vector<double> inverse, m, b, states, finals;
+};
+
+// Runs stages 1-3 twice, the second time over NaN-poisoned intermediates, and downloads them.
+StageRun run_stages(const Problem& p, DeviceProblem& d, const CpOptions& options, cudaStream_t stream = nullptr) {
+  const std::size_t state_elems = static_cast<std::size_t>(p.lengths.size() * p.hsab * D * D);
+  float* finals = nullptr;
+  FASTINFER_CUDA_CHECK(cudaMalloc(&finals, state_elems * sizeof(float)));
+  const ExecContext ctx{Device::cuda(0), stream};
+  StageRun run;
+  run.view = gdn::detail::run_cp_stages(d.args, ctx, options, finals);
+  const auto& plan = run.view.plan;
+  const std::size_t inv = static_cast<std::size_t>(plan.num_seqs * plan.blocks_per_seq() * p.hsab * 64 * 64);
+  const std::size_t maps = static_cast<std::size_t>(plan.segments() * p.hsab * D * D);
+  FASTINFER_CUDA_CHECK(cudaMemsetAsync(const_cast<float*>(run.view.block_inverse), 0xff, inv * 4, stream));
+  for (const float* s : {run.view.map_m, run.view.map_b, run.view.chunk_states})
+    FASTINFER_CUDA_CHECK(cudaMemsetAsync(const_cast<float*>(s), 0xff, maps * 4, stream));
+  FASTINFER_CUDA_CHECK(cudaMemsetAsync(finals, 0xff, state_elems * 4, stream));
+  run.view = gdn::detail::run_cp_stages(d.args, ctx, options, finals);
+  FASTINFER_CUDA_CHECK(cudaStreamSynchronize(stream));
+  run.inverse = download(run.view.block_inverse, inv);
+  run.m = download(run.view.map_m, maps);
+  run.b = download(run.view.map_b, maps);
+  run.states = download(run.view.chunk_states, maps);
+  run.finals = download(finals, state_elems);
+  FASTINFER_CUDA_CHECK(cudaFree(finals));
+  return run;
+}
+
+class GdnCpGpu : public testing::GpuTest {};
+
+void check_each_stage_and_end_to_end(Problem& p, const CpOptions& options) {
+  DeviceProblem d(p);
+  const StageRun run = run_stages(p, d, options);
+  const auto& plan = run.view.plan;
+  const ref::CpLayout layout{plan.chunk_len, plan.chunks_per_seq};
+  std::printf("  plan: chunk_len %lld, chunks_per_seq %lld\n", static_cast<long long>(plan.chunk_len),
+              static_cast<long long>(plan.chunks_per_seq));
+
+  // Stage 1 vs its reference (the reference normalises k in fp64 without rounding to bf16).
+  const auto want_inverse = ref::gdn_cp_block_inverse_ref(p.args, layout);
+  const double e1 = rel_l2_rows(run.inverse, want_inverse, p, plan.blocks_per_seq(), 64, 64 * 64);
+  // Stage 2 fed with the GPU's inverses; only chunks that are not the last of their sequence... all
+  // chunks are composed here because final_states is requested.
+  std::vector<double> want_m, want_b;
+  ref::gdn_cp_chunk_maps_ref(p.args, layout, run.inverse, want_m, want_b);
+  const double e2m = rel_l2_rows(run.m, want_m, p, plan.chunks_per_seq, plan.chunk_len, D * D);
+  const double e2b = rel_l2_rows(run.b, want_b, p, plan.chunks_per_seq, plan.chunk_len, D * D);
+  // Stage 3 fed with the GPU's maps.
+  std::vector<double> want_states, want_finals;
+  ref::gdn_cp_fixup_ref(p.args, layout, run.m, run.b, want_states, want_finals);
+  const double e3 = rel_l2_rows(run.states, want_states, p, plan.chunks_per_seq, plan.chunk_len, D * D);
+  const double e3f = rel_l2(run.finals, want_finals);
+  // End to end vs the token-serial fp64 recurrence.
+  std::vector<double> serial_chunk, serial_final;
+  serial_states(p, plan.chunk_len, plan.chunks_per_seq, serial_chunk, serial_final);
+  const double ee = rel_l2_rows(run.states, serial_chunk, p, plan.chunks_per_seq, plan.chunk_len, D * D);
+  const double eef = rel_l2(run.finals, serial_final);
+  std::printf("  rel L2: inverse %.2e  M %.2e  B %.2e  fixup %.2e/%.2e  end-to-end states %.2e final %.2e\n", e1,
+              e2m, e2b, e3, e3f, ee, eef);
+  EXPECT_LT(e1, 1e-2);
+  EXPECT_LT(e2m, 1e-2);
+  EXPECT_LT(e2b, 1e-2);
+  EXPECT_LT(e3, 1e-5);
+  EXPECT_LT(e3f, 1e-5);
+  EXPECT_LT(ee, 2e-2);
+  EXPECT_LT(eef, 2e-2);
+}
+
+TEST_F(GdnCpGpu, StagesRaggedGvaPackedStateGatesNearOne) {
+  Problem p({1, 63, 64, 65, 0, 700, 1500}, 2, 2, 4, 0.99, 1.0, 11);
+  p.packed_initial_state(12);
+  check_each_stage_and_end_to_end(p, {.max_seqlen = 1500, .chunk_len = 256});
+}
+
+TEST_F(GdnCpGpu, StagesFp16GqaPoolStateSmallGates) {
+  Problem p({300, 1000, 129}, 4, 1, 1, 0.02, 0.1, 21, DType::kFloat16);
+  p.pool_initial_state(22);
+  check_each_stage_and_end_to_end(p, {.max_seqlen = 1000, .chunk_len = 128});
+}
+
+TEST_F(GdnCpGpu, LongSequencesGatesVeryNearOneChunkRule) {
+  Problem p({9999, 65530}, 1, 1, 1, 0.9995, 1.0, 31);
+  check_each_stage_and_end_to_end(p, {.max_seqlen = 65530});
+}
+
+TEST_F(GdnCpGpu, ConcurrentStreamsEqualSequentialRuns) {
+  Problem p1({3000, 500}, 2, 2, 2, 0.99, 1.0, 41), p2({2000, 2500}, 2, 2, 2, 0.9, 1.0, 42);
+  DeviceProblem d1(p1), d2(p2);
+  const CpOptions options{.max_seqlen = 3000, .chunk_len = 512};
+  const std::size_t elems = 2 * 2 * D * D;
+  float *f1, *f2;
+  FASTINFER_CUDA_CHECK(cudaMalloc(&f1, elems * 4));
+  FASTINFER_CUDA_CHECK(cudaMalloc(&f2, elems * 4));
+  cudaStream_t s1, s2;
+  FASTINFER_CUDA_CHECK(cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking));
+  FASTINFER_CUDA_CHECK(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking));
+  gdn::detail::run_cp_stages(d1.args, {Device::cuda(0), s1}, options, f1);
+  FASTINFER_CUDA_CHECK(cudaStreamSynchronize(s1));
+  gdn::detail::run_cp_stages(d2.args, {Device::cuda(0), s1}, options, f2);
+  FASTINFER_CUDA_CHECK(cudaStreamSynchronize(s1));
+  const auto seq1 = download(f1, elems), seq2 = download(f2, elems);
+  FASTINFER_CUDA_CHECK(cudaMemset(f1, 0xff, elems * 4));
+  FASTINFER_CUDA_CHECK(cudaMemset(f2, 0xff, elems * 4));
+  for (int rep = 0; rep < 3; ++rep) {  // interleaved launches on two streams
+    gdn::detail::run_cp_stages(d1.args, {Device::cuda(0), s1}, options, f1);
+    gdn::detail::run_cp_stages(d2.args, {Device::cuda(0), s2}, options, f2);
+  }
+  FASTINFER_CUDA_CHECK(cudaDeviceSynchronize());
+  EXPECT_EQ(download(f1, elems), seq1);
+  EXPECT_EQ(download(f2, elems), seq2);
+  FASTINFER_CUDA_CHECK(cudaStreamDestroy(s1));
+  FASTINFER_CUDA_CHECK(cudaStreamDestroy(s2));
+  FASTINFER_CUDA_CHECK(cudaFree(f1));
+  FASTINFER_CUDA_CHECK(cudaFree(f2));
+}
+
+TEST_F(GdnCpGpu, GraphReplayWithNewInputsEqualsEager) {
+  Problem p({1200, 700}, 2, 2, 2, 0.99, 1.0, 51), fresh({1200, 700}, 2, 2, 2, 0.95, 1.0, 52);
+  DeviceProblem d(p);
+  const CpOptions options{.max_seqlen = 1200, .chunk_len = 256};
+  const std::size_t elems = 2 * 2 * D * D;
+  float* f;
+  FASTINFER_CUDA_CHECK(cudaMalloc(&f, elems * 4));
+  cudaStream_t s;
+  FASTINFER_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  const ExecContext ctx{Device::cuda(0), s};
+  gdn::detail::run_cp_stages(d.args, ctx, options, f);  // warm-up: workspace and kernel attributes
+  FASTINFER_CUDA_CHECK(cudaStreamSynchronize(s));
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  FASTINFER_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  gdn::detail::run_cp_stages(d.args, ctx, options, f);
+  FASTINFER_CUDA_CHECK(cudaStreamEndCapture(s, &graph));
+  FASTINFER_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  // New values in the same buffers, then replay.
+  d.k.upload(fresh.k);
+  d.v.upload(fresh.v);
+  d.alpha.upload(fresh.alpha);
+  d.beta.upload(fresh.beta);
+  FASTINFER_CUDA_CHECK(cudaMemset(f, 0xff, elems * 4));
+  FASTINFER_CUDA_CHECK(cudaGraphLaunch(exec, s));
+  FASTINFER_CUDA_CHECK(cudaStreamSynchronize(s));
+  const auto replayed = download(f, elems);
+  FASTINFER_CUDA_CHECK(cudaMemset(f, 0xff, elems * 4));
+  gdn::detail::run_cp_stages(d.args, ctx, options, f);
+  FASTINFER_CUDA_CHECK(cudaStreamSynchronize(s));
+  EXPECT_EQ(replayed, download(f, elems));
+  std::vector<double> serial_chunk, serial_final;
+  serial_states(fresh, 256, 5, serial_chunk, serial_final);
+  EXPECT_LT(rel_l2(replayed, serial_final), 2e-2);
+  FASTINFER_CUDA_CHECK(cudaGraphExecDestroy(exec));
+  FASTINFER_CUDA_CHECK(cudaGraphDestroy(graph));
+  FASTINFER_CUDA_CHECK(cudaStreamDestroy(s));
+  FASTINFER_CUDA_CHECK(cudaFree(f));
+}
+
+TEST_F(GdnCpGpu, ProgrammaticLaunchOffGivesTheSameResults) {
+  Problem p({2000}, 1, 1, 2, 0.99, 1.0, 61);
+  DeviceProblem d(p);
+  const auto with = run_stages(p, d, {.max_seqlen = 2000, .chunk_len = 512, .programmatic_launch = true});
+  const auto without = run_stages(p, d, {.max_seqlen = 2000, .chunk_len = 512, .programmatic_launch = false});
+  EXPECT_EQ(with.finals, without.finals);
+}
+
+}  // namespace
+}  // namespace fastinfer
