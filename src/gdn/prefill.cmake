@@ -1,0 +1,9 @@
+# GDN prefill (issue 5): public entry, validation, runner, kernel instantiations and the CPU
+# references it is tested against (also the CPU path).
+target_sources(fastinfer PRIVATE
+  ${CMAKE_CURRENT_LIST_DIR}/prefill.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/prefill_validate.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/prefill_runner.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/instantiations/prefill_chunked_bf16.cu
+  ${CMAKE_CURRENT_LIST_DIR}/instantiations/prefill_chunked_fp16.cu
+  ${CMAKE_CURRENT_LIST_DIR}/../ref/gdn_ref.cpp)

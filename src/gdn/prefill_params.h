@@ -1,0 +1,74 @@
+#pragma once
+// The plain-struct boundary between the GDN prefill dispatch and its kernels: pointers, strides
+// (in elements) and flags, no CUDA or CuTe types.
+#include <cstdint>
+
+namespace fastinfer::gdn {
+
+// Storage type of a state tensor (initial, final, checkpoints); accumulation is always fp32.
+enum class StateType : std::uint8_t { kFloat32, kBFloat16, kFloat16 };
+
+struct StateTensorParams {
+  void* data = nullptr;  // nullptr: absent
+  StateType type = StateType::kFloat32;
+  std::int64_t slot_stride = 0;  // elements between rows of the first dimension (>= Hsab*128*128)
+  std::int64_t num_slots = 0;    // rows of the first dimension; the kernel never goes past them
+};
+
+struct PrefillParams {
+  // Inputs [T, H, 128]; the last dimension is contiguous.
+  const void* q = nullptr;
+  const void* k = nullptr;
+  const void* v = nullptr;
+  std::int64_t q_stride_token = 0, q_stride_head = 0;
+  std::int64_t k_stride_token = 0, k_stride_head = 0;
+  std::int64_t v_stride_token = 0, v_stride_head = 0;
+  const float* alpha = nullptr;  // [T, Hsab]; nullptr = 1
+  const float* beta = nullptr;   // [T, Hsab]; nullptr = 1
+  std::int64_t alpha_stride_token = 0, beta_stride_token = 0;
+  void* output = nullptr;  // [T, Hsab, 128], the input dtype
+  std::int64_t out_stride_token = 0, out_stride_head = 0;
+
+  // Sequences: cu_seqlens [N + 1]. Offsets outside [0, total_tokens] or decreasing make that
+  // sequence empty (the kernel never reads or writes outside the packed tensors).
+  const void* cu_seqlens = nullptr;
+  bool offsets_are_int64 = false;
+  int num_seqs = 0;
+  std::int64_t total_tokens = 0;
+
+  int num_q_heads = 0, num_k_heads = 0, num_v_heads = 0, num_state_heads = 0;
+  float scale = 0.0f;  // already resolved (never 0 here)
+  bool use_qk_l2norm = false;
+
+  // States. state_indices (int32, [N]) maps a sequence to its slot in a pool; nullptr means the
+  // packed form (slot n for sequence n). Negative slots: start from zero, do not write.
+  StateTensorParams initial_state;
+  StateTensorParams output_state;
+  const std::int32_t* state_indices = nullptr;
+
+  // Checkpoints (checkpoint_every > 0): rows checkpoint_starts[n] + c - 1, dtype of cu_seqlens.
+  StateTensorParams checkpoints;
+  const void* checkpoint_starts = nullptr;
+  int checkpoint_every = 0;
+
+  // Hooks for the context-parallel pipeline (issue 6), not set by gdn::prefill (all nullptr):
+  // - segment_offsets [S + 1] (same dtype as cu_seqlens) and segment_sequence [S] int32 split
+  //   sequences into segments, one CTA row each: a segment starting inside its sequence reads its
+  //   initial state from segment_states (fp32 [S, Hsab, 128, 128], packed), only the segment
+  //   ending its sequence writes output_state, and checkpoint positions count from the start of
+  //   the sequence. Segment boundaries must be multiples of 64 tokens from the sequence start.
+  // - chunk_inverse: precomputed gate-free T = (I + strict_lower(beta K K^T))^-1 (without the
+  //   diag(beta) factor), fp32 [chunks, Hsab, 64, 64], chunk c of a segment at row
+  //   chunk_inverse_first[s] + c. The kernel currently computes T itself and rejects these.
+  const void* segment_offsets = nullptr;
+  const std::int32_t* segment_sequence = nullptr;
+  int num_segments = 0;
+  const float* segment_states = nullptr;
+  const float* chunk_inverse = nullptr;
+  const std::int64_t* chunk_inverse_first = nullptr;
+};
+
+// Input dtype of q/k/v/output: the one template parameter of the kernel.
+enum class InputType : std::uint8_t { kBFloat16, kFloat16 };
+
+}  // namespace fastinfer::gdn

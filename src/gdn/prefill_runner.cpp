@@ -1,0 +1,50 @@
+#include "gdn/prefill_runner.h"
+
+#include "fastinfer/device.h"
+#include "gdn/prefill_launch.h"
+#include "gdn/prefill_validate.h"
+#include "runtime/check.h"
+#include "runtime/device_guard.h"
+#include "runtime/runner_cache.h"
+
+namespace fastinfer::gdn {
+
+PrefillRunner::PrefillRunner(const PrefillRunnerKey& key) : key_(key) {
+  const DeviceInfo& info = device_info(key.device);
+  if (!(info.cc_major == 9 && info.cc_minor == 0))
+    check::fail(kPrefillOp, "device", "be a Hopper GPU (sm_90a)",
+                info.name + " (sm_" + std::to_string(info.cc_major) + std::to_string(info.cc_minor) + ")",
+                Error::Kind::kRuntime);
+  if (static_cast<std::size_t>(info.smem_per_block_optin) < prefill_chunked_smem_bytes())
+    check::fail(kPrefillOp, "device", "offer " + std::to_string(prefill_chunked_smem_bytes()) + " bytes of shared memory per block",
+                std::to_string(info.smem_per_block_optin), Error::Kind::kRuntime);
+  DeviceGuard guard(key.device);
+  switch (key.input) {
+    case InputType::kBFloat16:
+      prepare_prefill_chunked<InputType::kBFloat16>();
+      launch_ = &launch_prefill_chunked<InputType::kBFloat16>;
+      break;
+    case InputType::kFloat16:
+      prepare_prefill_chunked<InputType::kFloat16>();
+      launch_ = &launch_prefill_chunked<InputType::kFloat16>;
+      break;
+  }
+}
+
+bool PrefillRunner::can_implement(const PrefillParams& p) {
+  return p.segment_offsets == nullptr && p.segment_sequence == nullptr && p.segment_states == nullptr &&
+         p.chunk_inverse == nullptr && p.num_state_heads > 0 && p.num_seqs >= 0;
+}
+
+void PrefillRunner::run(const PrefillParams& params, Stream stream) const {
+  if (params.num_seqs == 0 || params.total_tokens == 0) return;
+  DeviceGuard guard(key_.device);
+  launch_(params, stream);
+}
+
+std::shared_ptr<const PrefillRunner> prefill_runner(const PrefillRunnerKey& key) {
+  static RunnerCache<PrefillRunnerKey, PrefillRunner, PrefillRunnerKeyHash> cache;
+  return cache.get_or_create(key, [&] { return std::make_shared<const PrefillRunner>(key); });
+}
+
+}  // namespace fastinfer::gdn
