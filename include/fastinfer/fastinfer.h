@@ -5,6 +5,8 @@
 #include "fastinfer/dtype.h"
 #include "fastinfer/error.h"
 #include "fastinfer/gdn.h"
+#include "fastinfer/gemm.h"
+#include "fastinfer/nvfp4.h"
 #include "fastinfer/tensor.h"
 #include "fastinfer/version.h"
 #include "fastinfer/workspace.h"

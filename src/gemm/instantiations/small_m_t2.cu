@@ -1,0 +1,33 @@
+// Small-M kernels with 16-token tiles (T = 2). Shapes: the (R, W) pairs whose reduction buffer fits 48 KB.
+#include "gemm/kernels/small_m_launch.cuh"
+
+namespace fastinfer::gemm::detail {
+
+bool launch_small_m_t2(const SmallMParams& p, const SmallMShape& s, bool enable_pdl, cudaStream_t stream) {
+  if (s.rows_tiles == 2 && s.warps == 4) {
+    launch_small_m_instance<2, 2, 4>(p, s.cluster, enable_pdl, stream);
+    return true;
+  }
+  if (s.rows_tiles == 2 && s.warps == 8) {
+    launch_small_m_instance<2, 2, 8>(p, s.cluster, enable_pdl, stream);
+    return true;
+  }
+  if (s.rows_tiles == 4 && s.warps == 4) {
+    launch_small_m_instance<4, 2, 4>(p, s.cluster, enable_pdl, stream);
+    return true;
+  }
+  if (s.rows_tiles == 4 && s.warps == 8) {
+    launch_small_m_instance<4, 2, 8>(p, s.cluster, enable_pdl, stream);
+    return true;
+  }
+  return false;
+}
+
+bool compiled_small_m_t2(int rows_tiles, int warps) {
+  return (rows_tiles == 2 && warps == 4) ||
+         (rows_tiles == 2 && warps == 8) ||
+         (rows_tiles == 4 && warps == 4) ||
+         (rows_tiles == 4 && warps == 8);
+}
+
+}  // namespace fastinfer::gemm::detail

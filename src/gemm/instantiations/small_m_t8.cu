@@ -1,0 +1,18 @@
+// Small-M kernels with 64-token tiles (T = 8). Shapes: the (R, W) pairs whose reduction buffer fits 48 KB.
+#include "gemm/kernels/small_m_launch.cuh"
+
+namespace fastinfer::gemm::detail {
+
+bool launch_small_m_t8(const SmallMParams& p, const SmallMShape& s, bool enable_pdl, cudaStream_t stream) {
+  if (s.rows_tiles == 2 && s.warps == 4) {
+    launch_small_m_instance<2, 8, 4>(p, s.cluster, enable_pdl, stream);
+    return true;
+  }
+  return false;
+}
+
+bool compiled_small_m_t8(int rows_tiles, int warps) {
+  return (rows_tiles == 2 && warps == 4);
+}
+
+}  // namespace fastinfer::gemm::detail

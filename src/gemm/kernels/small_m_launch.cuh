@@ -1,0 +1,33 @@
+#pragma once
+// Launch of one small-M kernel instantiation (cluster size and PDL as launch attributes).
+#include <cuda_runtime.h>
+
+#include "gemm/kernels/small_m_sm90.cuh"
+#include "runtime/cuda_check.h"
+
+namespace fastinfer::gemm::detail {
+
+template <int R, int T, int W>
+void launch_small_m_instance(const SmallMParams& p, int cluster, bool enable_pdl, cudaStream_t stream) {
+  using K = SmallMKernel<R, T, W>;
+  const int row_groups = (p.n + K::kRows - 1) / K::kRows;
+  const int token_groups = (p.m + K::kTokens - 1) / K::kTokens;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(static_cast<unsigned>(row_groups * cluster), static_cast<unsigned>(token_groups), 1);
+  config.blockDim = dim3(K::kThreads, 1, 1);
+  config.dynamicSmemBytes = K::kSmemBytes;
+  config.stream = stream;
+  cudaLaunchAttribute attrs[2];
+  attrs[0].id = cudaLaunchAttributeClusterDimension;
+  attrs[0].val.clusterDim.x = static_cast<unsigned>(cluster);
+  attrs[0].val.clusterDim.y = 1;
+  attrs[0].val.clusterDim.z = 1;
+  attrs[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attrs[1].val.programmaticStreamSerializationAllowed = enable_pdl ? 1 : 0;
+  config.attrs = attrs;
+  config.numAttrs = 2;
+  FASTINFER_CUDA_CHECK(cudaLaunchKernelEx(&config, small_m_kernel<R, T, W>, p));
+  FASTINFER_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace fastinfer::gemm::detail

@@ -1,0 +1,61 @@
+#pragma once
+// The immutable mm_bf16_fp4 runner of one (device, out dtype, N, K, bucket mapper): its tactic
+// table (small-M shapes x cluster sizes, then the large-M configs), the default heuristic and the
+// launch of a tactic. Built once per key through a RunnerCache; run() allocates nothing.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "fastinfer/gemm.h"
+#include "fastinfer/tune.h"
+#include "gemm/large_m.h"
+#include "gemm/small_m_params.h"
+
+namespace fastinfer::gemm::detail {
+
+// One call's operands (validated by the public entry).
+struct MmCall {
+  const void* a = nullptr;
+  int lda = 0;
+  const Bf16Fp4Weights::Impl* weights = nullptr;
+  void* out = nullptr;
+  int ldo = 0;
+  int m = 0;
+  bool enable_pdl = false;
+};
+
+struct MmTactic {
+  bool large_m = false;
+  int rows_tiles = 0, warps = 0, cluster = 0;  // small-M shape (token tiles follow from M)
+  const LargeMConfig* large = nullptr;         // large-M config
+  std::string name;
+};
+
+class MmRunner {
+ public:
+  MmRunner(int device, DType out_dtype, std::int64_t n, std::int64_t k, const tune::BucketMapper& mapper);
+
+  const tune::RunnerKey& tune_key() const { return key_; }
+  // Tactics that can run M = m, in id order.
+  std::vector<int> tactics(std::int64_t m) const;
+  int default_tactic(std::int64_t m) const;
+  const MmTactic& tactic(int id) const { return tactics_[static_cast<std::size_t>(id)]; }
+  int tactic_count() const { return static_cast<int>(tactics_.size()); }
+  // Launches `tactic` (-1: the default) on `stream`.
+  void run(const MmCall& call, int tactic, Stream stream) const;
+
+  static int token_tiles(std::int64_t m);
+
+ private:
+  bool can_run(const MmTactic& t, std::int64_t m) const;
+  LargeMParams large_params(const MmCall& call) const;
+
+  int device_;
+  DType out_dtype_;
+  std::int64_t n_, k_;
+  int sm_count_;
+  std::vector<MmTactic> tactics_;
+  tune::RunnerKey key_;
+};
+
+}  // namespace fastinfer::gemm::detail

@@ -1,0 +1,43 @@
+// Picks the instantiation file of a small-M shape by its token-tile count.
+#include <cuda_runtime.h>
+
+#include "gemm/small_m_params.h"
+#include "runtime/check.h"
+
+namespace fastinfer::gemm::detail {
+
+bool launch_small_m_t1(const SmallMParams&, const SmallMShape&, bool, cudaStream_t);
+bool launch_small_m_t2(const SmallMParams&, const SmallMShape&, bool, cudaStream_t);
+bool launch_small_m_t4(const SmallMParams&, const SmallMShape&, bool, cudaStream_t);
+bool launch_small_m_t8(const SmallMParams&, const SmallMShape&, bool, cudaStream_t);
+bool compiled_small_m_t1(int, int);
+bool compiled_small_m_t2(int, int);
+bool compiled_small_m_t4(int, int);
+bool compiled_small_m_t8(int, int);
+
+bool small_m_compiled(int rows_tiles, int token_tiles, int warps) {
+  switch (token_tiles) {
+    case 1: return compiled_small_m_t1(rows_tiles, warps);
+    case 2: return compiled_small_m_t2(rows_tiles, warps);
+    case 4: return compiled_small_m_t4(rows_tiles, warps);
+    case 8: return compiled_small_m_t8(rows_tiles, warps);
+    default: return false;
+  }
+}
+
+void launch_small_m(const SmallMParams& p, const SmallMShape& shape, int, bool enable_pdl, void* stream) {
+  auto s = static_cast<cudaStream_t>(stream);
+  bool launched = false;
+  switch (shape.token_tiles) {
+    case 1: launched = launch_small_m_t1(p, shape, enable_pdl, s); break;
+    case 2: launched = launch_small_m_t2(p, shape, enable_pdl, s); break;
+    case 4: launched = launch_small_m_t4(p, shape, enable_pdl, s); break;
+    case 8: launched = launch_small_m_t8(p, shape, enable_pdl, s); break;
+    default: break;
+  }
+  check::require(launched, "gemm::mm_bf16_fp4", "tactic", "name a compiled small-M kernel",
+                 "R=" + std::to_string(shape.rows_tiles) + " T=" + std::to_string(shape.token_tiles) +
+                     " W=" + std::to_string(shape.warps));
+}
+
+}  // namespace fastinfer::gemm::detail

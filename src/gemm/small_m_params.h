@@ -1,0 +1,55 @@
+#pragma once
+// Plain-struct boundary of the small-M (weight-streaming) mm_bf16_fp4 kernels. No CUDA headers.
+//
+// Tiled weight layout (built once by the repack kernel, see small_m_repack.cu): the weight is cut
+// into 16-row x 64-k tiles, one per (row tile nt, k chunk kc), stored nt-major then kc:
+//   w_tiles[(nt * kc_count + kc) * 32 + lane] : 16 bytes = 4 words, word j for k16 step j.
+// Lane (g = lane / 4, t = lane % 4) holds, for step j, rows g and g+8 at k = kc*64 + 16j + 4t + {0..3}:
+// exactly its mma.m16n8k16 A fragment under the k permutation logical {2t, 2t+1, 2t+8, 2t+9} ->
+// physical {4t .. 4t+3} (activations are read with the same permutation, so the sum is unchanged).
+// Inside a word the nibbles sit where decode_word() finds them with shifts and masks (see
+// kernels/small_m_decode.cuh). Scales of a tile: 8 x 8 bytes, w_scales[(nt * kc_count + kc) * 8 + g] =
+// {s(g, j0), s(g+8, j0), s(g, j1), ..., s(g+8, j3)}, re-encoded as (c << 3) | mantissa with
+// sf = 2^(c - 9) * (1 + mantissa / 8) (subnormal e4m3 normalised), so one integer multiply-add turns a
+// byte into a bf16 pair. Rows >= N and k >= K are zero codes with zero scales.
+#include <cstdint>
+
+#include "fastinfer/dtype.h"
+
+namespace fastinfer::gemm::detail {
+
+inline constexpr int kTileRows = 16;  // one mma M dimension
+inline constexpr int kChunkK = 64;    // k per 16-byte lane load
+// The kernels produce alpha * 2^-20 * sum: the decode keeps e2m1 * sf in bf16 as e2m1 * sf * 2^-20
+// (exact, normal) and the epilogue multiplies by alpha * 2^20.
+inline constexpr float kDecodeScaleInverse = 1048576.0f;
+
+struct SmallMParams {
+  const void* w_tiles = nullptr;      // uint4 per lane, layout above
+  const void* w_scales = nullptr;     // uint2 per (tile, g)
+  int kc_count = 0;                   // k chunks per row tile = ceil(K / 64)
+  const void* a = nullptr;            // [M, K] bf16, row stride lda
+  void* out = nullptr;                // [M, N], row stride ldo
+  bool out_is_fp16 = false;
+  int m = 0, n = 0, k = 0;
+  int lda = 0, ldo = 0;
+  float alpha_scaled = 1.0f;          // alpha * kDecodeScaleInverse
+};
+
+// One compiled small-M kernel shape: R 16-row tiles per warp, T 8-token tiles, W warps per CTA
+// (each warp a different K slice), plus the cluster size C (CTAs of one cluster split K further
+// and reduce through distributed shared memory). Determinism: every reduction has a fixed order.
+struct SmallMShape {
+  int rows_tiles;    // R
+  int token_tiles;   // T
+  int warps;         // W
+  int cluster;       // C (runtime launch attribute)
+};
+
+// Launches the kernel for `shape` (must be one of the compiled shapes: small_m_compiled()).
+void launch_small_m(const SmallMParams& p, const SmallMShape& shape, int device, bool enable_pdl, void* stream);
+
+// Whether (R, T, W) is compiled.
+bool small_m_compiled(int rows_tiles, int token_tiles, int warps);
+
+}  // namespace fastinfer::gemm::detail
