@@ -131,7 +131,7 @@ inline PrefillProblem make_problem(const PrefillCase& c, std::uint64_t seed) {
   p.final_state = ref::HostTensor(c.state_dtype, {p.pool_rows, H, D, D});
   p.final_state.fill(NAN);
   p.indices = ref::HostTensor(DType::kInt32, {N});
-  for (std::int64_t n = 0; n < N; ++n) set_int(p.indices, n, (n * 5 + 2) % p.pool_rows);
+  for (std::int64_t n = 0; n < N; ++n) set_int(p.indices, n, p.pool_rows - 1 - n);  // distinct slots, reversed
   if (c.checkpoint_every > 0) {
     p.checkpoint_starts = ref::HostTensor(offset_type, {N + 1});
     std::int64_t rows = 0;
