@@ -27,9 +27,12 @@ __global__ void __launch_bounds__(kInverseThreads) block_inverse_kernel(const Cp
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
 
   const E* k_head = static_cast<const E*>(p.k) + static_cast<std::int64_t>(h * p.num_k_heads / p.num_state_heads) * p.k_stride_head;
-  load_block_rows<In>(k_head, p.k_stride_token, t0, len, p.use_qk_l2norm, warp, kInverseThreads / 32, lane,
-                      [&](int r, int c, float x) { k_rows[r][c] = In::from_float(x); });
-  load_block_gates(p, t0, len, h, gates, beta);  // synchronises
+  BlockRowsFetch<In, kInverseThreads / 32> k_fetch;
+  BlockGatesFetch gate_fetch;
+  k_fetch.fetch(k_head, p.k_stride_token, t0, len, warp, lane);
+  gate_fetch.fetch(p, t0, len, h);
+  k_fetch.store(p.use_qk_l2norm, warp, lane, [&](int r, int c, float x) { k_rows[r][c] = In::from_float(x); });
+  gate_fetch.finish(gates, beta);  // synchronises
 
   // K K^T: warp (w / 2, w % 2) computes the 32x32 tile at rows 32*(w/2), columns 32*(w%2).
   const int r0 = (warp / 2) * 32, c0 = (warp % 2) * 32;

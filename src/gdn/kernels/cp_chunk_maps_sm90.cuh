@@ -69,20 +69,29 @@ __global__ void __launch_bounds__(kMapThreads, 1) chunk_maps_kernel(const CpStag
     const std::int64_t t0 = c0 + static_cast<std::int64_t>(blk) * kC;
     const int len = static_cast<int>((chunk_end - t0 < kC ? chunk_end - t0 : kC));
     __syncthreads();  // the previous block's shared data is no longer read
-    load_block_rows<In>(k_head, p.k_stride_token, t0, len, p.use_qk_l2norm, warp, kMapThreads / 32, lane,
-                        [&](int r, int c, float x) { s.k_t[c][r] = In::from_float(x); });
-    load_block_rows<In>(v_head, p.v_stride_token, t0, len, false, warp, kMapThreads / 32, lane,
-                        [&](int r, int c, float x) { s.v_t[c][r] = In::from_float(x); });
-    load_block_gates(p, t0, len, h, s.gates, s.beta);  // synchronises
-    const float g_last = s.gates[kC - 1];
     const float* tinv = p.block_inverse + ((static_cast<std::int64_t>(n) * p.blocks_per_seq +
                                             static_cast<std::int64_t>(chunk) * blocks_per_chunk + blk) *
                                                p.num_state_heads + h) * kC * kC;
-    for (int idx = threadIdx.x; idx < kC * kC; idx += kMapThreads) {
-      const int i = idx / kC, j = idx % kC;
-      const float tv = tinv[idx] * s.beta[j];
-      s.t_k[i][j] = In::from_float(tv);
-      s.t_v[i][j] = In::from_float(tv * __expf(g_last - s.gates[j]));
+    // All global loads of the block first (one round trip), then the shared-memory layouts.
+    BlockRowsFetch<In, kMapThreads / 32> k_fetch, v_fetch;
+    BlockGatesFetch gate_fetch;
+    constexpr int kInversePerThread = kC * kC / kMapThreads;
+    float tv[kInversePerThread];
+    k_fetch.fetch(k_head, p.k_stride_token, t0, len, warp, lane);
+    v_fetch.fetch(v_head, p.v_stride_token, t0, len, warp, lane);
+    gate_fetch.fetch(p, t0, len, h);
+#pragma unroll
+    for (int i = 0; i < kInversePerThread; ++i) tv[i] = __ldg(tinv + threadIdx.x + i * kMapThreads);
+    k_fetch.store(p.use_qk_l2norm, warp, lane, [&](int r, int c, float x) { s.k_t[c][r] = In::from_float(x); });
+    v_fetch.store(false, warp, lane, [&](int r, int c, float x) { s.v_t[c][r] = In::from_float(x); });
+    gate_fetch.finish(s.gates, s.beta);  // synchronises
+    const float g_last = s.gates[kC - 1];
+#pragma unroll
+    for (int i = 0; i < kInversePerThread; ++i) {
+      const int idx = threadIdx.x + i * kMapThreads, r = idx / kC, j = idx % kC;
+      const float t_beta = tv[i] * s.beta[j];
+      s.t_k[r][j] = In::from_float(t_beta);
+      s.t_v[r][j] = In::from_float(t_beta * __expf(g_last - s.gates[j]));
     }
     __syncthreads();
 

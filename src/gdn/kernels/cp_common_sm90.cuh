@@ -66,57 +66,80 @@ __device__ inline std::int64_t seq_offset(const CpStageParams& p, int i) {
 // (a no-op otherwise).
 __device__ inline void wait_for_previous_stage() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
 
-// Loads rows [t0, t0 + len) of one head of a [T, H, 128] input into shared memory through
-// store(row, col, value); rows len..63 store zeros. With `normalise`, each row is scaled by
-// rsqrt(sum x^2 + 1e-6) in fp32 first (use_qk_l2norm). One warp per row, 4 elements per lane.
-template <class In, class Store>
-__device__ inline void load_block_rows(const typename In::T* base, std::int64_t stride_token, std::int64_t t0,
-                                       int len, bool normalise, int warp, int warps, int lane, Store store) {
-  for (int r = warp; r < kC; r += warps) {
-    float x[4] = {0.f, 0.f, 0.f, 0.f};
-    if (r < len) {
-      const uint2 raw = *reinterpret_cast<const uint2*>(base + (t0 + r) * stride_token + lane * 4);
-      const typename In::T* e = reinterpret_cast<const typename In::T*>(&raw);
+// Rows [t0, t0 + len) of one head of a [T, H, 128] input, fetched in two phases so that all
+// global loads of a block are in flight together (one memory round trip per block instead of one
+// per row): fetch() issues the loads into registers, store() converts, optionally L2-normalises
+// (use_qk_l2norm: x * rsqrt(sum x^2 + 1e-6) in fp32) and hands each element to
+// store(row, col, value). Warp w owns rows w, w + kWarps, ...; rows len..63 are zeros.
+template <class In, int kWarps>
+struct BlockRowsFetch {
+  static constexpr int kRows = kC / kWarps;
+  uint2 raw[kRows];
+
+  __device__ void fetch(const typename In::T* base, std::int64_t stride_token, std::int64_t t0, int len, int warp,
+                        int lane) {
 #pragma unroll
-      for (int i = 0; i < 4; ++i) x[i] = In::to_float(e[i]);
+    for (int i = 0; i < kRows; ++i) {
+      const int r = warp + i * kWarps;
+      raw[i] = r < len ? __ldg(reinterpret_cast<const uint2*>(base + (t0 + r) * stride_token + lane * 4))
+                       : make_uint2(0u, 0u);
+    }
+  }
+
+  template <class Store>
+  __device__ void store(bool normalise, int warp, int lane, Store store) const {
+#pragma unroll
+    for (int i = 0; i < kRows; ++i) {
+      const typename In::T* e = reinterpret_cast<const typename In::T*>(&raw[i]);
+      float x[4];
+#pragma unroll
+      for (int j = 0; j < 4; ++j) x[j] = In::to_float(e[j]);
       if (normalise) {
         float sum = x[0] * x[0] + x[1] * x[1] + x[2] * x[2] + x[3] * x[3];
 #pragma unroll
         for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
         const float inv = rsqrtf(sum + 1e-6f);
 #pragma unroll
-        for (int i = 0; i < 4; ++i) x[i] *= inv;
+        for (int j = 0; j < 4; ++j) x[j] *= inv;
       }
-    }
 #pragma unroll
-    for (int i = 0; i < 4; ++i) store(r, lane * 4 + i, x[i]);
+      for (int j = 0; j < 4; ++j) store(warp + i * kWarps, lane * 4 + j, x[j]);
+    }
   }
-}
+};
 
-// Per-token gates of one block: g[t] = running sum of clamped log alpha (constant past len),
-// beta[t] (zero past len). Needs blockDim.x >= 64; ends with the block synchronised.
-__device__ inline void load_block_gates(const CpStageParams& p, std::int64_t t0, int len, int h, float* g,
-                                        float* beta) {
-  const int t = threadIdx.x;
-  if (t < kC) {
-    float la = 0.f, be = 0.f;
-    if (t < len) {
+// Per-token gates of one block, in the same two phases: g[t] = running sum of clamped log alpha
+// (constant past len), beta[t] (zero past len). Needs blockDim.x >= 64; finish() ends with the
+// block synchronised.
+struct BlockGatesFetch {
+  float alpha = 1.f, beta = 0.f;
+
+  __device__ void fetch(const CpStageParams& p, std::int64_t t0, int len, int h) {
+    const int t = threadIdx.x;
+    if (t < kC && t < len) {
       const std::int64_t tok = t0 + t;
-      la = p.alpha ? fmaxf(__logf(p.alpha[tok * p.alpha_stride_token + h]), kMinLogAlpha) : 0.f;
-      be = p.beta ? p.beta[tok * p.beta_stride_token + h] : 1.f;
+      alpha = p.alpha ? __ldg(p.alpha + tok * p.alpha_stride_token + h) : 1.f;
+      beta = p.beta ? __ldg(p.beta + tok * p.beta_stride_token + h) : 1.f;
     }
-#pragma unroll
-    for (int o = 1; o < 32; o <<= 1) {
-      const float y = __shfl_up_sync(0xffffffffu, la, o);
-      if ((t & 31) >= o) la += y;
-    }
-    g[t] = la;
-    beta[t] = be;
   }
-  __syncthreads();
-  if (t >= 32 && t < kC) g[t] += g[31];
-  __syncthreads();
-}
+
+  __device__ void finish(float* g, float* beta_out) const {
+    const int t = threadIdx.x;
+    if (t < kC) {
+      float la = fmaxf(__logf(alpha), kMinLogAlpha);
+#pragma unroll
+      for (int o = 1; o < 32; o <<= 1) {
+        const float y = __shfl_up_sync(0xffffffffu, la, o);
+        if ((t & 31) >= o) la += y;
+      }
+      g[t] = la;
+      beta_out[t] = beta;
+    }
+    __syncthreads();
+    if (t >= 32 && t < kC) g[t] += g[31];
+    __syncthreads();
+  }
+};
 
 // Launches `kernel` on `stream`, as a programmatic dependent launch when `programmatic`.
 template <class... Params, class... Args>
