@@ -19,8 +19,9 @@ inline constexpr int kMapThreads = 256;
 template <class E>
 struct ChunkMapsSmem {
   // Paddings keep the MMA fragment loads bank-conflict free (rows 144 B / 272 B apart).
-  alignas(16) E k_t[kD][kC + 8];    // K transposed: [dim][token]
-  alignas(16) E v_t[kD][kC + 8];    // V transposed
+  alignas(16) E k[kC][kD + 8];      // K, [token][dim] (B operands via ldmatrix.trans)
+  alignas(16) E v[kC][kD + 8];      // V, [token][dim]
+  alignas(16) float tinv[kC * kC];  // the block's Tinv, staged by cp.async
   alignas(16) E t_k[kC][kC + 8];    // T = Tinv diag(beta)
   alignas(16) E t_v[kC][kC + 8];    // T diag(exp(gL - G))
   alignas(16) E a[kC][kD + 8];      // A = T K, [token][dim]
@@ -75,21 +76,24 @@ __global__ void __launch_bounds__(kMapThreads, 1) chunk_maps_kernel(const CpStag
     // All global loads of the block first (one round trip), then the shared-memory layouts.
     BlockRowsFetch<In, kMapThreads / 32> k_fetch, v_fetch;
     BlockGatesFetch gate_fetch;
-    constexpr int kInversePerThread = kC * kC / kMapThreads;
-    float tv[kInversePerThread];
+#pragma unroll
+    for (int i = 0; i < kC * kC / 4 / kMapThreads; ++i) {
+      const int q = threadIdx.x + i * kMapThreads;
+      cute::SM80_CP_ASYNC_CACHEALWAYS<cute::uint128_t>::copy(reinterpret_cast<const cute::uint128_t*>(tinv)[q],
+                                                            reinterpret_cast<cute::uint128_t*>(s.tinv)[q]);
+    }
+    cute::cp_async_fence();
     k_fetch.fetch(k_head, p.k_stride_token, t0, len, warp, lane);
     v_fetch.fetch(v_head, p.v_stride_token, t0, len, warp, lane);
     gate_fetch.fetch(p, t0, len, h);
-#pragma unroll
-    for (int i = 0; i < kInversePerThread; ++i) tv[i] = __ldg(tinv + threadIdx.x + i * kMapThreads);
-    k_fetch.store(p.use_qk_l2norm, warp, lane, [&](int r, int c, float x) { s.k_t[c][r] = In::from_float(x); });
-    v_fetch.store(false, warp, lane, [&](int r, int c, float x) { s.v_t[c][r] = In::from_float(x); });
-    gate_fetch.finish(s.gates, s.beta);  // synchronises
+    k_fetch.store(p.use_qk_l2norm, warp, lane, [&](int r, int c, float x) { s.k[r][c] = In::from_float(x); });
+    v_fetch.store(false, warp, lane, [&](int r, int c, float x) { s.v[r][c] = In::from_float(x); });
+    cute::cp_async_wait<0>();
+    gate_fetch.finish(s.gates, s.beta);  // synchronises (the staged Tinv is visible after it)
     const float g_last = s.gates[kC - 1];
-#pragma unroll
-    for (int i = 0; i < kInversePerThread; ++i) {
-      const int idx = threadIdx.x + i * kMapThreads, r = idx / kC, j = idx % kC;
-      const float t_beta = tv[i] * s.beta[j];
+    for (int idx = threadIdx.x; idx < kC * kC; idx += kMapThreads) {
+      const int r = idx / kC, j = idx % kC;
+      const float t_beta = s.tinv[idx] * s.beta[j];
       s.t_k[r][j] = In::from_float(t_beta);
       s.t_v[r][j] = In::from_float(t_beta * __expf(g_last - s.gates[j]));
     }
@@ -99,7 +103,7 @@ __global__ void __launch_bounds__(kMapThreads, 1) chunk_maps_kernel(const CpStag
     {
       const int product = warp / 4, mt = warp % 4;
       const E(*lhs)[kC + 8] = product == 0 ? s.t_k : s.t_v;
-      const E(*rhs_t)[kC + 8] = product == 0 ? s.k_t : s.v_t;
+      const E(*rhs)[kD + 8] = product == 0 ? s.k : s.v;
       std::uint32_t a[4][4];
 #pragma unroll
       for (int ks = 0; ks < 4; ++ks) {
@@ -113,11 +117,13 @@ __global__ void __launch_bounds__(kMapThreads, 1) chunk_maps_kernel(const CpStag
       for (int half = 0; half < 2; ++half) {
         float o[8][4] = {};
 #pragma unroll
-        for (int nt = 0; nt < 8; ++nt)
+        for (int ntp = 0; ntp < 4; ++ntp)
 #pragma unroll
           for (int ks = 0; ks < 4; ++ks) {
-            const int d = half * 64 + nt * 8 + g;
-            In::mma(o[nt], a[ks], lds_pair(&rhs_t[d][ks * 16 + 2 * t]), lds_pair(&rhs_t[d][ks * 16 + 2 * t + 8]));
+            std::uint32_t b[4];
+            load_b_pair_trans(&rhs[ks * 16][half * 64 + ntp * 16], kD + 8, lane, b);
+            In::mma(o[2 * ntp], a[ks], b[0], b[1]);
+            In::mma(o[2 * ntp + 1], a[ks], b[2], b[3]);
           }
 #pragma unroll
         for (int nt = 0; nt < 8; ++nt)
@@ -167,14 +173,18 @@ __global__ void __launch_bounds__(kMapThreads, 1) chunk_maps_kernel(const CpStag
       }
       // rows <- exp(gL) rows + Z K.
 #pragma unroll
-      for (int nt = 0; nt < 16; ++nt) {
+      for (int nt = 0; nt < 16; ++nt)
 #pragma unroll
         for (int e = 0; e < 4; ++e) acc[mt][nt][e] *= decay;
 #pragma unroll
-        for (int kc = 0; kc < 4; ++kc)
-          In::mma(acc[mt][nt], z[kc], lds_pair(&s.k_t[nt * 8 + g][kc * 16 + 2 * t]),
-                  lds_pair(&s.k_t[nt * 8 + g][kc * 16 + 2 * t + 8]));
-      }
+      for (int ntp = 0; ntp < 8; ++ntp)
+#pragma unroll
+        for (int kc = 0; kc < 4; ++kc) {
+          std::uint32_t b[4];
+          load_b_pair_trans(&s.k[kc * 16][ntp * 16], kD + 8, lane, b);
+          In::mma(acc[mt][2 * ntp], z[kc], b[0], b[1]);
+          In::mma(acc[mt][2 * ntp + 1], z[kc], b[2], b[3]);
+        }
     }
   }
 

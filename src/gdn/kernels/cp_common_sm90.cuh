@@ -6,6 +6,8 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <cute/arch/copy_sm75.hpp>
+#include <cute/arch/copy_sm80.hpp>
 #include <cute/arch/mma_sm80.hpp>
 
 #include "gdn/cp_params.h"
@@ -55,6 +57,16 @@ struct Input<CpInputType::kFloat16> {
 template <class T>
 __device__ inline std::uint32_t lds_pair(const T* p) {
   return *reinterpret_cast<const std::uint32_t*>(p);
+}
+
+// B fragments of two adjacent n8 tiles of an m16n8k16 MMA whose B operand is stored row-major
+// as [k][n] in shared memory (n contiguous): one ldmatrix.x4.trans. `b` must point at
+// element [k0][n0]; row_stride in elements (rows 16-byte aligned). Returns {b0, b1} of tile n0
+// in r[0], r[1] and of tile n0 + 8 in r[2], r[3].
+template <class T>
+__device__ inline void load_b_pair_trans(const T* b, int row_stride, int lane, std::uint32_t (&r)[4]) {
+  const T* row = b + (lane % 16) * row_stride + (lane / 16) * 8;
+  cute::SM75_U16x8_LDSM_T::copy(*reinterpret_cast<const cute::uint128_t*>(row), r[0], r[1], r[2], r[3]);
 }
 
 __device__ inline std::int64_t seq_offset(const CpStageParams& p, int i) {
