@@ -172,6 +172,7 @@ enum class Source : std::uint8_t { kMemory, kFile, kDefault };
 struct Choice {
   int tactic = -1;  // -1: the runner's default heuristic
   Source source = Source::kDefault;
+  friend bool operator==(const Choice&, const Choice&) = default;
 };
 
 struct ProfileOptions {

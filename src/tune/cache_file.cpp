@@ -66,14 +66,16 @@ std::optional<CacheFileContents> read_cache_file(const std::string& path) {
                   field(meta, "library_version")};
   try {
     std::map<std::string, BucketMapper> mappers;
-    for (const auto& [id, m] : doc.value("mappers", json::object()).items()) {
+    const json mapper_table = doc.value("mappers", json::object());  // named: items() must not outlive it
+    const json entry_list = doc.value("entries", json::array());
+    for (const auto& [id, m] : mapper_table.items()) {
       const Rounding rounding = m.at("rounding").get<std::string>() == "up" ? Rounding::kUp : Rounding::kDown;
       BucketMapper mapper(m.at("buckets").get<std::vector<std::int64_t>>(), rounding);
       if (hex(mapper.id()) != id) fail(path, "mapper " + id + " does not match its bucket list");
       if (mapper.is_default_list() && rounding == Rounding::kUp) mapper = BucketMapper();  // share the table
       mappers.emplace(id, std::move(mapper));
     }
-    for (const json& e : doc.value("entries", json::array())) {
+    for (const json& e : entry_list) {
       auto mapper = mappers.find(e.at("mapper").get<std::string>());
       if (mapper == mappers.end()) fail(path, "an entry names an unknown mapper " + e.at("mapper").dump());
       Entry entry;

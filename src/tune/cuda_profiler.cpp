@@ -45,8 +45,11 @@ class CudaProfiler final : public Profiler {
   void check_not_capturing(Stream stream) override {
     cudaStreamCaptureStatus status{};
     const cudaError_t err = cudaStreamIsCapturing(stream, &status);
-    if (err != cudaSuccess) cudaGetLastError();  // e.g. the legacy stream while another captures globally
-    if (err != cudaSuccess || status != cudaStreamCaptureStatusNone) {
+    if (err != cudaSuccess) cudaGetLastError();
+    // The legacy stream answers "implicit" while another stream captures in global mode.
+    const bool capture_error = err == cudaErrorStreamCaptureImplicit || err == cudaErrorStreamCaptureUnsupported;
+    if (err != cudaSuccess && !capture_error) throw_cuda_error(err, "cudaStreamIsCapturing", __FILE__, __LINE__);
+    if (capture_error || status != cudaStreamCaptureStatusNone) {
       throw Error(Error::Kind::kRuntime,
                   "tune: cannot profile while a CUDA graph is being captured; tune before capture (run the op once "
                   "in tune mode, or load a cache file) and capture afterwards");

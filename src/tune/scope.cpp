@@ -2,6 +2,8 @@
 // it opens, so the hot-path queries are a thread-local pointer read.
 #include <algorithm>
 #include <cstdio>
+#include <mutex>
+#include <set>
 
 #include "fastinfer/error.h"
 #include "fastinfer/tune.h"
@@ -28,6 +30,15 @@ const BucketMapper& default_mapper() {
   return kDefault;
 }
 
+// A file is loaded by the first scope that names it: a scope opened per request must not re-read
+// (and re-publish) the same file every time.
+bool first_open(const std::string& path) {
+  static std::mutex mutex;
+  static std::set<std::string> opened;
+  std::lock_guard lock(mutex);
+  return opened.insert(path).second;
+}
+
 }  // namespace
 
 Scope::Scope(ScopeOptions options) : frame_(std::make_unique<Frame>()) {
@@ -52,7 +63,7 @@ Scope::Scope(ScopeOptions options) : frame_(std::make_unique<Frame>()) {
   } else if (parent) {
     f.cache_file = parent->cache_file;
   }
-  if (f.opened_cache_file) {
+  if (f.opened_cache_file && first_open(f.cache_file)) {
     const LoadResult r = Tuner::global().load(f.cache_file);
     if (!r.loaded && !r.reason.empty())
       std::fprintf(stderr, "fastinfer tune: not using %s: %s\n", f.cache_file.c_str(), r.reason.c_str());

@@ -46,6 +46,7 @@ struct Tuner::State {
   std::atomic<std::uint64_t> profiles{0};
 
   void publish(std::vector<Entry> additions) {
+    if (additions.empty()) return;
     std::lock_guard lock(publish_mutex);
     std::unique_ptr<const Snapshot> next = Snapshot::merged(current.load(std::memory_order_acquire), std::move(additions));
     current.store(next.get(), std::memory_order_release);

@@ -6,6 +6,7 @@ namespace fastinfer::cli {
 
 void add_info_command(CLI::App& app);
 void add_demo_command(CLI::App& app);
+void add_tune_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
 
 }  // namespace fastinfer::cli

@@ -11,6 +11,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   fastinfer::cli::add_info_command(app);
   fastinfer::cli::add_demo_command(app);
+  fastinfer::cli::add_tune_command(app);
   fastinfer::cli::add_bench_command(app);
   try {
     app.parse(argc, argv);
