@@ -1,0 +1,180 @@
+// Routine "gdn_decode": GDN decode / MTP against a state pool (issue 7). Per shape: median GPU
+// time of the production path (gdn::decode, heuristic tactic) with pool slots and inputs rotated
+// over more than the L2, achieved bandwidth vs the copy bandwidth measured in this process, the
+// floor, the anchor of the issue (flash-linear-attention fused_recurrent on this H200), every
+// tactic's time (unless --quick), and the host cost per call vs a raw empty-kernel launch.
+#include <cuda_runtime.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "fastinfer/device.h"
+#include "fastinfer/gdn.h"
+#include "gdn/decode_params.h"
+#include "gdn/decode_runner.h"
+#include "harness.h"
+#include "routines.h"
+#include "runtime/cuda_check.h"
+
+namespace fastinfer::bench {
+namespace {
+
+constexpr std::int64_t D = 128;
+
+__global__ void empty_kernel() {}
+
+struct Shape {
+  int batch, tokens, heads_qk, heads_v;
+  DType state;
+  std::string label() const {
+    return "B" + std::to_string(batch) + "_T" + std::to_string(tokens) + "_" + std::to_string(heads_qk) + "x" +
+           std::to_string(heads_v) + "_" + (state == DType::kFloat32 ? "f32" : "bf16");
+  }
+};
+
+// Issue 7 anchor: flash-linear-attention fused_recurrent, heads 16/32, fp32 state, T = 1, this H200.
+double anchor_ms(const Shape& s) {
+  if (s.heads_qk != 16 || s.heads_v != 32 || s.state != DType::kFloat32 || s.tokens != 1) return 0;
+  if (s.batch == 256) return 0.446;
+  if (s.batch == 32) return 0.126;
+  if (s.batch == 1) return 0.094;
+  return 0;
+}
+
+// `sets` independent problems in one allocation per tensor; set i uses pool slots [i B, (i+1) B).
+struct Problem {
+  Shape s;
+  int sets;
+  DeviceBuffer q, k, v, a, b, A_log, dt_bias, state, indices, output;
+  std::vector<gdn::DecodeArgs> args;  // one per set
+
+  explicit Problem(const Shape& shape) : s(shape) {
+    const std::int64_t B = s.batch, T = s.tokens, H = s.heads_qk, HV = s.heads_v;
+    const std::size_t state_bytes = std::size_t(B) * HV * D * D * dtype_size(s.state);
+    sets = rotation_count(state_bytes);
+    const std::int64_t SB = sets * B;
+    q = DeviceBuffer(SB * T * H * D * 2);
+    k = DeviceBuffer(SB * T * H * D * 2);
+    v = DeviceBuffer(SB * T * HV * D * 2);
+    output = DeviceBuffer(SB * T * HV * D * 2);
+    a = DeviceBuffer(SB * T * HV * 4);
+    b = DeviceBuffer(SB * T * HV * 4);
+    A_log = DeviceBuffer(HV * 4);
+    dt_bias = DeviceBuffer(HV * 4);
+    state = DeviceBuffer(state_bytes * sets);
+    indices = DeviceBuffer(SB * 4);
+    fill_uniform(q.get(), DType::kBFloat16, SB * T * H * D, -1, 1, 1);
+    fill_uniform(k.get(), DType::kBFloat16, SB * T * H * D, -1, 1, 2);
+    fill_uniform(v.get(), DType::kBFloat16, SB * T * HV * D, -1, 1, 3);
+    fill_uniform(a.get(), DType::kFloat32, SB * T * HV, -2, 2, 4);
+    fill_uniform(b.get(), DType::kFloat32, SB * T * HV, -2, 2, 5);
+    fill_uniform(A_log.get(), DType::kFloat32, HV, -2, 0, 6);
+    fill_uniform(dt_bias.get(), DType::kFloat32, HV, -1, 1, 7);
+    fill_uniform(state.get(), s.state, std::size_t(SB) * HV * D * D, -1, 1, 8);
+    std::vector<std::int32_t> slots(SB);
+    for (std::int64_t i = 0; i < SB; ++i) slots[i] = static_cast<std::int32_t>(i);
+    FASTINFER_CUDA_CHECK(cudaMemcpy(indices.get(), slots.data(), SB * 4, cudaMemcpyHostToDevice));
+
+    const Device dev = Device::cuda(0);
+    for (int i = 0; i < sets; ++i) {
+      gdn::DecodeArgs x;
+      x.q = TensorView::contiguous(q.as<std::uint16_t>() + i * B * T * H * D, DType::kBFloat16, {B, T, H, D}, dev);
+      x.k = TensorView::contiguous(k.as<std::uint16_t>() + i * B * T * H * D, DType::kBFloat16, {B, T, H, D}, dev);
+      x.v = TensorView::contiguous(v.as<std::uint16_t>() + i * B * T * HV * D, DType::kBFloat16, {B, T, HV, D}, dev);
+      x.output = TensorView::contiguous(output.as<std::uint16_t>() + i * B * T * HV * D, DType::kBFloat16, {B, T, HV, D}, dev);
+      x.a = TensorView::contiguous(a.as<float>() + i * B * T * HV, DType::kFloat32, {B, T, HV}, dev);
+      x.b = TensorView::contiguous(b.as<float>() + i * B * T * HV, DType::kFloat32, {B, T, HV}, dev);
+      x.A_log = TensorView::contiguous(A_log.get(), DType::kFloat32, {HV}, dev);
+      x.dt_bias = TensorView::contiguous(dt_bias.get(), DType::kFloat32, {HV}, dev);
+      x.state = TensorView::contiguous(state.get(), s.state, {SB, HV, D, D}, dev);
+      x.initial_state_indices = TensorView::contiguous(indices.as<std::int32_t>() + i * B, DType::kInt32, {B}, dev);
+      args.push_back(x);
+    }
+  }
+
+  // State read + written, q/k/v read, output written (gates are negligible).
+  double bytes() const {
+    const double B = s.batch, T = s.tokens;
+    return 2.0 * B * s.heads_v * D * D * dtype_size(s.state) + B * T * (2.0 * s.heads_qk + 2.0 * s.heads_v) * D * 2;
+  }
+};
+
+std::string tactic_label(const gdn::DecodeTactic& t) {
+  return "L" + std::to_string(t.lanes_per_row) + "R" + std::to_string(t.rows_per_thread) + "W" + std::to_string(t.warps);
+}
+
+std::vector<gdn::DecodeTactic> all_tactics(DType state) {
+  std::vector<gdn::DecodeTactic> out;
+  for (int lanes : {8, 16})
+    for (int rows : {1, 2, 4, 8})
+      for (int warps : {1, 2, 4, 8}) {
+        const gdn::DecodeTactic t{lanes, rows, warps};
+        if (gdn::DecodeRunner::can_implement({DType::kBFloat16, state, t})) out.push_back(t);
+      }
+  return out;
+}
+
+nlohmann::json run_gdn_decode(const BenchOptions& options) {
+  const Ceilings& ceil = ceilings();
+  int device = 0;
+  FASTINFER_CUDA_CHECK(cudaGetDevice(&device));
+  const DeviceInfo& info = device_info(device);
+
+  std::vector<Shape> shapes;
+  for (DType st : {DType::kFloat32, DType::kBFloat16})
+    for (int T : {1, 4})
+      for (int B : {1, 32, 64, 256, 512}) shapes.push_back({B, T, 16, 32, st});
+  if (!options.quick) shapes.push_back({256, 1, 16, 64, DType::kFloat32});
+
+  const double raw_launch_us = host_us_per_call([] { empty_kernel<<<1, 32>>>(); }, 300);
+  std::printf("copy bandwidth %.2f TB/s; raw empty-kernel launch %.2f us host\n", ceil.copy_tbps, raw_launch_us);
+  std::printf("%-20s %-9s %9s %8s %7s %9s %9s %-9s %9s %9s\n", "shape", "tactic", "ms", "TB/s", "%copy", "floor ms",
+              "anchor ms", "best", "best ms", "host us");
+  nlohmann::json rows = nlohmann::json::array();
+  for (const Shape& s : shapes) {
+    if (!options.only_shapes.empty() && s.label().find(options.only_shapes) == std::string::npos) continue;
+    Problem p(s);
+    const int reps = options.quick ? 10 : 30;
+    const double ms = median_ms([&](int i) { gdn::decode(p.args[i % p.sets]); }, 5, reps);
+    const double floor = floor_ms(p.bytes(), 0);
+    const double tbps = p.bytes() / (ms * 1e-3) / 1e12;
+    const gdn::DecodeTactic chosen = gdn::choose_decode_tactic(s.state, s.batch, s.heads_v, s.tokens, info);
+
+    nlohmann::json tactics = nlohmann::json::object();
+    std::string best = tactic_label(chosen);
+    double best_ms = ms;
+    if (!options.quick) {
+      for (const gdn::DecodeTactic& t : all_tactics(s.state)) {
+        auto runner = gdn::decode_runner({DType::kBFloat16, s.state, t});
+        std::vector<gdn::DecodeParams> params;
+        for (const auto& x : p.args) params.push_back(gdn::make_decode_params(x));
+        const double t_ms = median_ms([&](int i) { runner->run(params[i % p.sets], nullptr); }, 3, 15);
+        tactics[tactic_label(t)] = t_ms;
+        if (t_ms < best_ms) best_ms = t_ms, best = tactic_label(t);
+      }
+    }
+    // Host cost only where the GPU keeps up with the host (small shapes), so the queue never fills.
+    double host_us = -1;
+    if (s.batch == 1) host_us = host_us_per_call([&] { gdn::decode(p.args[0]); }, 300);
+    FASTINFER_CUDA_CHECK(cudaDeviceSynchronize());
+
+    const double anchor = anchor_ms(s);
+    std::printf("%-20s %-9s %9.4f %8.2f %6.1f%% %9.4f %9.3f %-9s %9.4f %9.2f\n", s.label().c_str(),
+                tactic_label(chosen).c_str(), ms, tbps, 100.0 * tbps / ceil.copy_tbps, floor, anchor, best.c_str(),
+                best_ms, host_us);
+    std::fflush(stdout);
+    rows.push_back({{"shape", s.label()}, {"batch", s.batch}, {"tokens", s.tokens}, {"heads_qk", s.heads_qk},
+                    {"heads_v", s.heads_v}, {"state", std::string(dtype_name(s.state))}, {"tactic", tactic_label(chosen)},
+                    {"median_ms", ms}, {"tbps", tbps}, {"fraction_of_copy", tbps / ceil.copy_tbps},
+                    {"floor_ms", floor}, {"anchor_ms", anchor}, {"best_tactic", best}, {"best_ms", best_ms},
+                    {"tactics_ms", tactics}, {"host_us", host_us}, {"raw_launch_us", raw_launch_us}});
+  }
+  return {{"copy_tbps", ceil.copy_tbps}, {"raw_launch_us", raw_launch_us}, {"rows", rows}};
+}
+
+const RoutineRegistration registration{
+    {"gdn_decode", "GDN decode / MTP vs copy bandwidth, tactic sweep, host cost", run_gdn_decode}};
+
+}  // namespace
+}  // namespace fastinfer::bench

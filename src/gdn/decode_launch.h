@@ -1,0 +1,41 @@
+#pragma once
+// The decode kernel launchers, one per (activation dtype, state dtype, lanes per row, rows per
+// thread); defined in kernels/decode_sm90.cuh and instantiated in
+// instantiations/decode_<act>_<state>state.cu (one file per dtype pair keeps each nvcc run short).
+// The (lanes, rows) shapes listed here are the tactics the runner may pick (decode_runner.h).
+// No CUDA headers here.
+#include "fastinfer/context.h"
+#include "fastinfer/dtype.h"
+#include "gdn/decode_params.h"
+
+namespace fastinfer::gdn {
+
+// Launches one CTA of `warps` warps per (sequence, state head, block of V rows) on `stream`.
+// Requires warps * (32 / kLanesPerRow) * kRowsPerThread to divide 128 (the rows of one state).
+template <DType kAct, DType kState, int kLanesPerRow, int kRowsPerThread>
+void launch_decode_sm90(const DecodeParams& params, int warps, Stream stream);
+
+using DecodeLauncher = void (*)(const DecodeParams&, int warps, Stream);
+
+extern template void launch_decode_sm90<DType::kBFloat16, DType::kFloat32, 8, 1>(const DecodeParams&, int, Stream);
+extern template void launch_decode_sm90<DType::kBFloat16, DType::kFloat32, 8, 2>(const DecodeParams&, int, Stream);
+extern template void launch_decode_sm90<DType::kBFloat16, DType::kFloat32, 8, 4>(const DecodeParams&, int, Stream);
+extern template void launch_decode_sm90<DType::kBFloat16, DType::kFloat32, 16, 4>(const DecodeParams&, int, Stream);
+extern template void launch_decode_sm90<DType::kBFloat16, DType::kFloat32, 16, 8>(const DecodeParams&, int, Stream);
+extern template void launch_decode_sm90<DType::kBFloat16, DType::kBFloat16, 8, 1>(const DecodeParams&, int, Stream);
+extern template void launch_decode_sm90<DType::kBFloat16, DType::kBFloat16, 8, 2>(const DecodeParams&, int, Stream);
+extern template void launch_decode_sm90<DType::kBFloat16, DType::kBFloat16, 8, 4>(const DecodeParams&, int, Stream);
+extern template void launch_decode_sm90<DType::kBFloat16, DType::kBFloat16, 16, 4>(const DecodeParams&, int, Stream);
+extern template void launch_decode_sm90<DType::kBFloat16, DType::kBFloat16, 16, 8>(const DecodeParams&, int, Stream);
+extern template void launch_decode_sm90<DType::kFloat16, DType::kFloat32, 8, 1>(const DecodeParams&, int, Stream);
+extern template void launch_decode_sm90<DType::kFloat16, DType::kFloat32, 8, 2>(const DecodeParams&, int, Stream);
+extern template void launch_decode_sm90<DType::kFloat16, DType::kFloat32, 8, 4>(const DecodeParams&, int, Stream);
+extern template void launch_decode_sm90<DType::kFloat16, DType::kFloat32, 16, 4>(const DecodeParams&, int, Stream);
+extern template void launch_decode_sm90<DType::kFloat16, DType::kFloat32, 16, 8>(const DecodeParams&, int, Stream);
+extern template void launch_decode_sm90<DType::kFloat16, DType::kBFloat16, 8, 1>(const DecodeParams&, int, Stream);
+extern template void launch_decode_sm90<DType::kFloat16, DType::kBFloat16, 8, 2>(const DecodeParams&, int, Stream);
+extern template void launch_decode_sm90<DType::kFloat16, DType::kBFloat16, 8, 4>(const DecodeParams&, int, Stream);
+extern template void launch_decode_sm90<DType::kFloat16, DType::kBFloat16, 16, 4>(const DecodeParams&, int, Stream);
+extern template void launch_decode_sm90<DType::kFloat16, DType::kBFloat16, 16, 8>(const DecodeParams&, int, Stream);
+
+}  // namespace fastinfer::gdn

@@ -1,0 +1,57 @@
+#pragma once
+// DecodeParams: the plain-struct boundary between the gdn::decode dispatch and its kernels.
+// Pointers, element strides and flags only; built once per call from validated DecodeArgs.
+#include <cstdint>
+
+#include "fastinfer/gdn_decode.h"
+
+namespace fastinfer::gdn {
+
+inline constexpr int kDecodeHeadDim = 128;  // K = V = 128; the only head size of the op
+
+// Element type of a gating scalar tensor, read per (sequence, token, head) by the kernel.
+enum class GateType : std::uint8_t { kFloat32, kFloat16, kBFloat16 };
+
+// A [B, T, heads] tensor of gate scalars (a or b).
+struct GateTensor {
+  const void* data;
+  std::int64_t stride_b, stride_t, stride_h;
+  GateType type;
+};
+
+// A per-head vector (A_log or dt_bias).
+struct HeadVector {
+  const void* data;
+  std::int64_t stride;
+  GateType type;
+};
+
+// A [B, T, heads, 128] activation tensor with a contiguous last dim.
+struct TokenTensor {
+  void* data;  // const for q, k, v
+  std::int64_t stride_b, stride_t, stride_h;
+};
+
+struct DecodeParams {
+  TokenTensor q, k, v, output;
+  HeadVector A_log, dt_bias;
+  GateTensor a, b;
+
+  void* state;             // [pool, heads_v, 128, 128], contiguous
+  const std::int32_t* initial_indices;
+  const std::int32_t* output_indices;  // never null: the initial indices when not given
+  std::int64_t initial_indices_stride, output_indices_stride;
+  void* intermediate;      // [batch, tokens, heads_v, 128, 128] or null
+  bool intermediate_is_bf16;
+
+  int batch, tokens, heads_qk, heads_v, pool_size;
+  float scale;             // resolved (never 0)
+  bool use_qk_l2norm;
+  bool update_state;       // !disable_state_update
+};
+
+// The kernel view of validated arguments (scale resolved, output indices defaulted). Defined in
+// decode.cpp; the benchmark and the tests use it to drive a runner of their choosing.
+DecodeParams make_decode_params(const DecodeArgs& args);
+
+}  // namespace fastinfer::gdn

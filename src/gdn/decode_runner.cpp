@@ -1,0 +1,79 @@
+#include "gdn/decode_runner.h"
+
+#include <array>
+#include <string>
+
+#include "fastinfer/device.h"
+#include "fastinfer/error.h"
+#include "runtime/runner_cache.h"
+
+namespace fastinfer::gdn {
+namespace {
+
+struct LauncherEntry {
+  DType act, state;
+  int lanes_per_row, rows_per_thread;
+  DecodeLauncher launch;
+};
+
+template <DType kAct, DType kState>
+constexpr std::array<LauncherEntry, 5> launchers_for() {
+  return {{
+      {kAct, kState, 8, 1, &launch_decode_sm90<kAct, kState, 8, 1>},
+      {kAct, kState, 8, 2, &launch_decode_sm90<kAct, kState, 8, 2>},
+      {kAct, kState, 8, 4, &launch_decode_sm90<kAct, kState, 8, 4>},
+      {kAct, kState, 16, 4, &launch_decode_sm90<kAct, kState, 16, 4>},
+      {kAct, kState, 16, 8, &launch_decode_sm90<kAct, kState, 16, 8>},
+  }};
+}
+
+// Every instantiated kernel (decode_launch.h).
+const std::array<std::array<LauncherEntry, 5>, 4> kLaunchers = {
+    launchers_for<DType::kBFloat16, DType::kFloat32>(), launchers_for<DType::kBFloat16, DType::kBFloat16>(),
+    launchers_for<DType::kFloat16, DType::kFloat32>(), launchers_for<DType::kFloat16, DType::kBFloat16>()};
+
+DecodeLauncher find_launcher(const DecodeConfig& c) {
+  const DecodeTactic& t = c.tactic;
+  if (t.warps < 1 || t.warps * 32 > 256) return nullptr;
+  const int rows = t.rows_per_cta();
+  if (rows <= 0 || rows > kDecodeHeadDim || kDecodeHeadDim % rows != 0) return nullptr;
+  for (const auto& family : kLaunchers)
+    for (const LauncherEntry& e : family)
+      if (e.act == c.act && e.state == c.state && e.lanes_per_row == t.lanes_per_row &&
+          e.rows_per_thread == t.rows_per_thread)
+        return e.launch;
+  return nullptr;
+}
+
+}  // namespace
+
+bool DecodeRunner::can_implement(const DecodeConfig& config) { return find_launcher(config) != nullptr; }
+
+DecodeRunner::DecodeRunner(const DecodeConfig& config) : config_(config), launch_(find_launcher(config)) {
+  if (launch_ == nullptr) {
+    const DecodeTactic& t = config.tactic;
+    throw Error(Error::Kind::kValue,
+                "gdn::decode: no kernel for activations " + std::string(dtype_name(config.act)) + ", state " +
+                    std::string(dtype_name(config.state)) + ", tactic lanes_per_row=" +
+                    std::to_string(t.lanes_per_row) + " rows_per_thread=" + std::to_string(t.rows_per_thread) +
+                    " warps=" + std::to_string(t.warps));
+  }
+}
+
+std::shared_ptr<const DecodeRunner> decode_runner(const DecodeConfig& config) {
+  static RunnerCache<DecodeConfig, DecodeRunner, DecodeConfigHash> cache;
+  return cache.get_or_create(config, [&] { return std::make_shared<const DecodeRunner>(config); });
+}
+
+DecodeTactic choose_decode_tactic(DType state, long long batch, int heads_v, int tokens, const DeviceInfo& device) {
+  (void)state;
+  (void)tokens;
+  // Provisional (H200 sweep of the first kernel version): 16-row CTAs of one warp, 4 rows per
+  // thread, from B = 32 up; fewer rows per thread when there are not enough CTAs for every SM.
+  const DecodeTactic wide{8, 4, 1};
+  const long long ctas = batch * heads_v * (kDecodeHeadDim / wide.rows_per_cta());
+  if (ctas >= device.sm_count) return wide;
+  return {8, 1, 4};
+}
+
+}  // namespace fastinfer::gdn

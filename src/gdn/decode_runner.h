@@ -1,0 +1,69 @@
+#pragma once
+// DecodeRunner: an immutable launcher for one decode configuration (activation dtype, state dtype,
+// tactic), cached per configuration; and the heuristic that picks the tactic for a call.
+#include <cstddef>
+#include <functional>
+#include <memory>
+
+#include "fastinfer/context.h"
+#include "fastinfer/dtype.h"
+#include "gdn/decode_launch.h"
+#include "gdn/decode_params.h"
+
+namespace fastinfer {
+struct DeviceInfo;
+}
+
+namespace fastinfer::gdn {
+
+// How the state rows are spread over a CTA: kLanesPerRow lanes share a row, each thread keeps
+// rows_per_thread rows in registers, a CTA has `warps` warps and owns
+// warps * (32 / lanes_per_row) * rows_per_thread of the 128 rows of one (sequence, head) state.
+struct DecodeTactic {
+  int lanes_per_row = 8;
+  int rows_per_thread = 2;
+  int warps = 4;
+  friend bool operator==(const DecodeTactic&, const DecodeTactic&) = default;
+
+  int rows_per_cta() const { return warps * (32 / lanes_per_row) * rows_per_thread; }
+};
+
+struct DecodeConfig {
+  DType act = DType::kBFloat16;
+  DType state = DType::kFloat32;
+  DecodeTactic tactic{};
+  friend bool operator==(const DecodeConfig&, const DecodeConfig&) = default;
+};
+
+struct DecodeConfigHash {
+  std::size_t operator()(const DecodeConfig& c) const noexcept {
+    std::size_t h = static_cast<std::size_t>(c.act) * 31 + static_cast<std::size_t>(c.state);
+    h = h * 31 + static_cast<std::size_t>(c.tactic.lanes_per_row);
+    h = h * 31 + static_cast<std::size_t>(c.tactic.rows_per_thread);
+    return h * 31 + static_cast<std::size_t>(c.tactic.warps);
+  }
+};
+
+class DecodeRunner {
+ public:
+  // Whether a kernel is instantiated for `config` (dtypes and tactic shape).
+  static bool can_implement(const DecodeConfig& config);
+  // Throws fastinfer::Error when !can_implement(config).
+  explicit DecodeRunner(const DecodeConfig& config);
+
+  const DecodeConfig& config() const { return config_; }
+  // Launches on `stream` (the device must be current). No allocation, no synchronisation.
+  void run(const DecodeParams& params, Stream stream) const { launch_(params, config_.tactic.warps, stream); }
+
+ private:
+  DecodeConfig config_;
+  DecodeLauncher launch_ = nullptr;
+};
+
+// The cached runner of `config` (built on first use).
+std::shared_ptr<const DecodeRunner> decode_runner(const DecodeConfig& config);
+
+// The tactic the dispatch uses for `batch` sequences of `heads_v` state heads on `device`.
+DecodeTactic choose_decode_tactic(DType state, long long batch, int heads_v, int tokens, const DeviceInfo& device);
+
+}  // namespace fastinfer::gdn

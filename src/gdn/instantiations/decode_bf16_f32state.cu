@@ -1,0 +1,13 @@
+// Decode kernels for bf16 activations with a f32 state pool.
+#include "gdn/decode_launch.h"
+#include "gdn/kernels/decode_sm90.cuh"
+
+namespace fastinfer::gdn {
+
+template void launch_decode_sm90<DType::kBFloat16, DType::kFloat32, 8, 1>(const DecodeParams&, int, Stream);
+template void launch_decode_sm90<DType::kBFloat16, DType::kFloat32, 8, 2>(const DecodeParams&, int, Stream);
+template void launch_decode_sm90<DType::kBFloat16, DType::kFloat32, 8, 4>(const DecodeParams&, int, Stream);
+template void launch_decode_sm90<DType::kBFloat16, DType::kFloat32, 16, 4>(const DecodeParams&, int, Stream);
+template void launch_decode_sm90<DType::kBFloat16, DType::kFloat32, 16, 8>(const DecodeParams&, int, Stream);
+
+}  // namespace fastinfer::gdn

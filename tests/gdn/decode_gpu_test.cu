@@ -1,0 +1,324 @@
+// gdn::decode on the GPU against the fp64 CPU reference: batch 1..512, T 1..4, GVA 16/32, 16/64
+// and equal heads, fp32 and bf16 pools, padding, in-place and out-of-place slots,
+// disable_state_update, intermediate states, fp16 activations, extreme gates, strided inputs,
+// every tactic, CUDA-graph capture. Outputs and intermediates are poisoned with NaN and unused
+// pool slots with NaN; slots nobody writes must come back bit-identical.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "decode_problem.h"
+#include "fastinfer/gdn.h"
+#include "gdn/decode_params.h"
+#include "gdn/decode_runner.h"
+#include "ref/gdn_decode_ref.h"
+#include "support/gpu_test.h"
+
+namespace fastinfer {
+namespace {
+
+using testing::DecodeProblem;
+using testing::DecodeShape;
+using testing::make_decode_problem;
+constexpr std::int64_t D = 128;
+
+#define CUDA_OK(call) ASSERT_EQ((call), cudaSuccess) << #call
+
+// A device copy of a host tensor (same shape, contiguous).
+struct DeviceTensor {
+  void* ptr = nullptr;
+  TensorView view;
+  DeviceTensor() = default;
+  explicit DeviceTensor(const ref::HostTensor& h) {
+    view = h.view();
+    if (h.nbytes() == 0) return;
+    EXPECT_EQ(cudaMalloc(&ptr, h.nbytes()), cudaSuccess);
+    EXPECT_EQ(cudaMemcpy(ptr, h.data(), h.nbytes(), cudaMemcpyHostToDevice), cudaSuccess);
+    view.data = ptr;
+    view.device = Device::cuda(0);
+  }
+  DeviceTensor(const DeviceTensor&) = delete;
+  DeviceTensor& operator=(const DeviceTensor&) = delete;
+  ~DeviceTensor() {
+    if (ptr) cudaFree(ptr);
+  }
+  void download(ref::HostTensor& h) const {
+    if (h.nbytes()) EXPECT_EQ(cudaMemcpy(h.data(), ptr, h.nbytes(), cudaMemcpyDeviceToHost), cudaSuccess);
+  }
+};
+
+// Every tensor of a problem on the device, and the matching DecodeArgs.
+struct DeviceProblem {
+  DeviceTensor q, k, v, A_log, a, dt_bias, b, state, initial_indices, output_indices, output, intermediate;
+  gdn::DecodeArgs args;
+  explicit DeviceProblem(const DecodeProblem& p)
+      : q(p.q), k(p.k), v(p.v), A_log(p.A_log), a(p.a), dt_bias(p.dt_bias), b(p.b), state(p.state),
+        initial_indices(p.initial_indices), output_indices(p.output_indices), output(p.output),
+        intermediate(p.intermediate) {
+    args = p.args();
+    args.q = q.view; args.k = k.view; args.v = v.view;
+    args.A_log = A_log.view; args.a = a.view; args.dt_bias = dt_bias.view; args.b = b.view;
+    args.state = state.view;
+    args.initial_state_indices = initial_indices.view;
+    if (args.output_state_indices) args.output_state_indices = output_indices.view;
+    args.output = output.view;
+    if (args.intermediate_states) args.intermediate_states = intermediate.view;
+  }
+  void download_into(DecodeProblem& p) const {
+    output.download(p.output);
+    state.download(p.state);
+    if (p.shape.with_intermediate) intermediate.download(p.intermediate);
+  }
+};
+
+struct Tolerance {
+  double atol, rtol, rel_l2;
+};
+Tolerance tolerance_for(DType t) {
+  if (t == DType::kFloat32) return {1e-4, 1e-4, 1e-5};
+  if (t == DType::kFloat16) return {2e-3, 2e-3, 1e-3};
+  return {0.016, 5e-3, 4e-3};  // bf16: FlashInfer's decode tolerances, plus a relative L2 bound
+}
+
+// |gpu - ref| <= atol + rtol |ref| element-wise and ||gpu - ref|| <= rel_l2 ||ref|| over [begin, end).
+void expect_close(const char* what, const ref::HostTensor& gpu, const ref::HostTensor& ref, std::int64_t begin,
+                  std::int64_t end, Tolerance tol) {
+  double err2 = 0, ref2 = 0;
+  std::int64_t bad = 0, first_bad = -1;
+  for (std::int64_t i = begin; i < end; ++i) {
+    const double g = gpu.get(i), r = ref.get(i);
+    const double d = std::fabs(g - r);
+    if (!(d <= tol.atol + tol.rtol * std::fabs(r))) {
+      if (bad++ == 0) first_bad = i;
+    }
+    err2 += (g - r) * (g - r);
+    ref2 += r * r;
+  }
+  EXPECT_EQ(bad, 0) << what << ": " << bad << " elements out of tolerance, first at " << first_bad << " (gpu "
+                    << gpu.get(first_bad < 0 ? 0 : first_bad) << ", ref " << ref.get(first_bad < 0 ? 0 : first_bad) << ")";
+  EXPECT_LE(std::sqrt(err2), tol.rel_l2 * std::sqrt(ref2) + 1e-30) << what << ": relative L2 error "
+                                                                      << std::sqrt(err2 / std::max(ref2, 1e-300));
+}
+
+bool same_bytes(const ref::HostTensor& x, const ref::HostTensor& y, std::int64_t begin, std::int64_t count) {
+  const std::size_t es = dtype_size(x.view().dtype);
+  return std::memcmp(static_cast<const char*>(x.data()) + begin * es, static_cast<const char*>(y.data()) + begin * es,
+                     count * es) == 0;
+}
+
+// Poisons the pool slots no sequence reads or writes (NaN) so that a stray write shows.
+void poison_spare_slots(DecodeProblem& p) {
+  const std::int64_t slots = p.state.view().size(0), per_slot = p.shape.heads_v * D * D;
+  for (std::int64_t s = 0; s < slots; ++s) {
+    bool used = false;
+    for (int i = 0; i < p.shape.batch; ++i) used = used || p.slot_in(i) == s || p.slot_out(i) == s;
+    if (!used)
+      for (std::int64_t e = 0; e < per_slot; ++e) p.state.set(s * per_slot + e, NAN);
+  }
+}
+
+// Runs `p` on the GPU (through gdn::decode, or through `runner` when given) and on the CPU
+// reference and compares outputs, pool slots and intermediate states.
+void check_against_reference(DecodeProblem p, const gdn::DecodeRunner* runner = nullptr) {
+  poison_spare_slots(p);
+  const DecodeProblem original = p;
+  DeviceProblem dev(p);
+  if (runner) runner->run(gdn::make_decode_params(dev.args), nullptr);
+  else gdn::decode(dev.args);
+  CUDA_OK(cudaGetLastError());
+  CUDA_OK(cudaDeviceSynchronize());
+  DecodeProblem gpu = p;
+  dev.download_into(gpu);
+
+  DecodeProblem cpu = p;
+  gdn::decode(cpu.args());  // the CPU path: slot checks + fp64 reference
+
+  expect_close("output", gpu.output, cpu.output, 0, cpu.output.numel(), tolerance_for(p.shape.act));
+  const std::int64_t per_slot = p.shape.heads_v * D * D;
+  for (std::int64_t s = 0; s < p.state.view().size(0); ++s) {
+    if (same_bytes(cpu.state, original.state, s * per_slot, per_slot)) {
+      ASSERT_TRUE(same_bytes(gpu.state, original.state, s * per_slot, per_slot)) << "slot " << s << " must be untouched";
+    } else {
+      expect_close(("state slot " + std::to_string(s)).c_str(), gpu.state, cpu.state, s * per_slot, (s + 1) * per_slot,
+                   tolerance_for(p.shape.state));
+    }
+  }
+  if (p.shape.with_intermediate) {
+    const std::int64_t per_seq = std::int64_t{p.shape.tokens} * per_slot;
+    for (int i = 0; i < p.shape.batch; ++i) {
+      if (p.slot_in(i) < 0) {
+        ASSERT_TRUE(same_bytes(gpu.intermediate, original.intermediate, i * per_seq, per_seq)) << "padded sequence " << i;
+      } else {
+        expect_close("intermediate", gpu.intermediate, cpu.intermediate, i * per_seq, (i + 1) * per_seq,
+                     tolerance_for(p.shape.intermediate));
+      }
+    }
+  }
+}
+
+struct GpuCase {
+  const char* name;
+  DecodeShape shape;
+  float scale = 1.0f;
+  bool l2norm = true;
+  bool disable_update = false;
+};
+
+DecodeShape shape(int B, int T, int H, int HV, DType state) {
+  DecodeShape s;
+  s.batch = B; s.tokens = T; s.heads_qk = H; s.heads_v = HV; s.state = state;
+  return s;
+}
+
+std::vector<GpuCase> gpu_cases() {
+  const DType f32 = DType::kFloat32, bf16 = DType::kBFloat16;
+  std::vector<GpuCase> c;
+  c.push_back({"B1_T1_16x32_f32", shape(1, 1, 16, 32, f32)});
+  { GpuCase x{"B1_T4_16x64_bf16_outofplace_inter", shape(1, 4, 16, 64, bf16)};
+    x.shape.out_of_place = true; x.shape.with_intermediate = true; c.push_back(x); }
+  { GpuCase x{"B7_T2_16x16_f32_padded_interbf16", shape(7, 2, 16, 16, f32)};
+    x.shape.padded = 2; x.shape.with_intermediate = true; x.shape.intermediate = bf16; c.push_back(x); }
+  { GpuCase x{"B7_T4_32x32_bf16_verify_inter", shape(7, 4, 32, 32, bf16)};
+    x.disable_update = true; x.shape.with_intermediate = true; c.push_back(x); }
+  { GpuCase x{"B7_T1_16x32_bf16_defaultscale", shape(7, 1, 16, 32, bf16)}; x.scale = 0.0f; c.push_back(x); }
+  { GpuCase x{"B32_T1_16x64_bf16_outofplace_padded", shape(32, 1, 16, 64, bf16)};
+    x.shape.out_of_place = true; x.shape.padded = 3; c.push_back(x); }
+  { GpuCase x{"B32_T2_16x32_f32_fp16act", shape(32, 2, 16, 32, f32)};
+    x.shape.act = DType::kFloat16; x.shape.gate = DType::kFloat16; c.push_back(x); }
+  { GpuCase x{"B32_T4_16x32_f32_outofplace_inter", shape(32, 4, 16, 32, f32)};
+    x.shape.out_of_place = true; x.shape.with_intermediate = true; c.push_back(x); }
+  { GpuCase x{"B32_T2_16x64_bf16_bf16gates", shape(32, 2, 16, 64, bf16)};
+    x.shape.gate = bf16; x.shape.head_gate = bf16; c.push_back(x); }
+  { GpuCase x{"B512_T1_16x32_f32_padded", shape(512, 1, 16, 32, f32)}; x.shape.padded = 5; c.push_back(x); }
+  { GpuCase x{"B512_T4_16x32_bf16", shape(512, 4, 16, 32, bf16)}; c.push_back(x); }
+  { GpuCase x{"B512_T2_16x32_bf16_verify", shape(512, 2, 16, 32, bf16)}; x.disable_update = true; c.push_back(x); }
+  return c;
+}
+
+class GdnDecodeGpu : public testing::GpuTest, public ::testing::WithParamInterface<GpuCase> {};
+
+TEST_P(GdnDecodeGpu, MatchesFp64Reference) {
+  const GpuCase& c = GetParam();
+  DecodeProblem p = make_decode_problem(c.shape, 1234 + c.shape.batch * 7 + c.shape.tokens);
+  p.scale = c.scale;
+  p.use_qk_l2norm = c.l2norm;
+  p.disable_state_update = c.disable_update;
+  check_against_reference(std::move(p));
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, GdnDecodeGpu, ::testing::ValuesIn(gpu_cases()),
+                         [](const ::testing::TestParamInfo<GpuCase>& info) { return std::string(info.param.name); });
+
+using GdnDecodeGpuExtra = testing::GpuTest;
+
+TEST_F(GdnDecodeGpuExtra, ExtremeGatesWithoutNormalisation) {
+  // alpha near 0 and near 1, beta near 0 and near 1, softplus on both sides of its threshold;
+  // q/k unnormalised (k scaled to keep the recurrence bounded).
+  DecodeShape s = shape(7, 4, 16, 32, DType::kFloat32);
+  s.with_intermediate = true;
+  DecodeProblem p = make_decode_problem(s, 77);
+  std::mt19937_64 rng(5);
+  std::uniform_int_distribution<int> pick(0, 3);
+  const double a_values[4] = {-30.0, -1.0, 19.5, 35.0}, b_values[4] = {-12.0, 0.0, 3.0, 12.0};
+  for (std::int64_t i = 0; i < p.a.numel(); ++i) {
+    p.a.set(i, a_values[pick(rng)]);
+    p.b.set(i, b_values[pick(rng)]);
+  }
+  for (std::int64_t h = 0; h < 32; ++h) p.A_log.set(h, h % 2 ? -8.0 : 1.5);  // exp(A_log) tiny / large
+  for (std::int64_t i = 0; i < p.k.numel(); ++i) p.k.set(i, p.k.get(i) * 0.12);
+  p.use_qk_l2norm = false;
+  p.scale = 0.3f;
+  check_against_reference(std::move(p));
+}
+
+TEST_F(GdnDecodeGpuExtra, StridedActivationsAndGates) {
+  // q, k, v as head slices of one fused [B, T, 2H + HV, 128] tensor; a, b as [T, B, HV] transposed.
+  DecodeShape s = shape(9, 2, 4, 8, DType::kBFloat16);
+  DecodeProblem p = make_decode_problem(s, 78);
+  const std::int64_t B = 9, T = 2, H = 4, HV = 8, W = 2 * H + HV;
+  ref::HostTensor fused(DType::kBFloat16, {B, T, W, D});
+  ref::HostTensor gates(DType::kFloat32, {2, T, B, HV});
+  for (std::int64_t i = 0; i < B; ++i)
+    for (std::int64_t t = 0; t < T; ++t) {
+      for (std::int64_t e = 0; e < H * D; ++e) {
+        fused.set((i * T + t) * W * D + e, p.q.get((i * T + t) * H * D + e));
+        fused.set((i * T + t) * W * D + H * D + e, p.k.get((i * T + t) * H * D + e));
+      }
+      for (std::int64_t e = 0; e < HV * D; ++e) fused.set((i * T + t) * W * D + 2 * H * D + e, p.v.get((i * T + t) * HV * D + e));
+      for (std::int64_t h = 0; h < HV; ++h) {
+        gates.set(((0 * T + t) * B + i) * HV + h, p.a.get((i * T + t) * HV + h));
+        gates.set(((1 * T + t) * B + i) * HV + h, p.b.get((i * T + t) * HV + h));
+      }
+    }
+  DeviceTensor dfused(fused), dgates(gates);
+  DeviceProblem dev(p);
+  gdn::DecodeArgs args = dev.args;
+  auto* f = static_cast<std::uint16_t*>(dfused.ptr);
+  const Device gpu = Device::cuda(0);
+  args.q = TensorView::strided(f, DType::kBFloat16, {B, T, H, D}, {T * W * D, W * D, D, 1}, gpu);
+  args.k = TensorView::strided(f + H * D, DType::kBFloat16, {B, T, H, D}, {T * W * D, W * D, D, 1}, gpu);
+  args.v = TensorView::strided(f + 2 * H * D, DType::kBFloat16, {B, T, HV, D}, {T * W * D, W * D, D, 1}, gpu);
+  auto* g = static_cast<float*>(dgates.ptr);
+  args.a = TensorView::strided(g, DType::kFloat32, {B, T, HV}, {HV, B * HV, 1}, gpu);
+  args.b = TensorView::strided(g + T * B * HV, DType::kFloat32, {B, T, HV}, {HV, B * HV, 1}, gpu);
+  gdn::decode(args);
+  CUDA_OK(cudaDeviceSynchronize());
+  DecodeProblem got = p;
+  dev.download_into(got);
+  DecodeProblem cpu = p;
+  gdn::decode(cpu.args());
+  expect_close("output", got.output, cpu.output, 0, cpu.output.numel(), tolerance_for(DType::kBFloat16));
+  expect_close("state", got.state, cpu.state, 0, cpu.state.numel(), tolerance_for(DType::kBFloat16));
+}
+
+TEST_F(GdnDecodeGpuExtra, EveryTacticMatchesReference) {
+  for (DType state : {DType::kFloat32, DType::kBFloat16})
+    for (int lanes : {8, 16})
+      for (int rows : {1, 2, 4, 8})
+        for (int warps : {1, 2, 4, 8}) {
+          const gdn::DecodeConfig config{DType::kBFloat16, state, {lanes, rows, warps}};
+          if (!gdn::DecodeRunner::can_implement(config)) continue;
+          SCOPED_TRACE("state " + std::string(dtype_name(state)) + " lanes " + std::to_string(lanes) + " rows " +
+                       std::to_string(rows) + " warps " + std::to_string(warps));
+          DecodeShape s = shape(5, 3, 2, 4, state);
+          s.padded = 1; s.out_of_place = true; s.with_intermediate = true;
+          check_against_reference(make_decode_problem(s, 900 + lanes * 100 + rows * 10 + warps),
+                                  gdn::decode_runner(config).get());
+          if (HasFatalFailure() || HasFailure()) return;
+        }
+}
+
+TEST_F(GdnDecodeGpuExtra, GraphCaptureOnAStream) {
+  DecodeShape s = shape(16, 2, 16, 32, DType::kFloat32);
+  DecodeProblem p = make_decode_problem(s, 79);
+  DeviceProblem dev(p);
+  cudaStream_t stream;
+  CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  dev.args.disable_state_update = true;  // replayable: the pool stays as uploaded
+  gdn::decode(dev.args, stream);         // warm-up (runner built, device facts cached)
+  CUDA_OK(cudaMemsetAsync(dev.output.ptr, 0xff, p.output.nbytes(), stream));
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+  gdn::decode(dev.args, stream);
+  CUDA_OK(cudaStreamEndCapture(stream, &graph));
+  CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+  CUDA_OK(cudaGraphLaunch(exec, stream));
+  CUDA_OK(cudaStreamSynchronize(stream));
+  DecodeProblem got = p;
+  dev.output.download(got.output);
+  DecodeProblem cpu = p;
+  cpu.disable_state_update = true;
+  gdn::decode(cpu.args());
+  expect_close("output", got.output, cpu.output, 0, cpu.output.numel(), tolerance_for(DType::kBFloat16));
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
+}
+
+}  // namespace
+}  // namespace fastinfer
