@@ -1,0 +1,79 @@
+// CPU tests of the large-M tactic table and its shape rules (no GPU needed: can_implement and
+// workspace_bytes never touch the device).
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <set>
+#include <string>
+
+#include "gemm/large_m.h"
+
+namespace fastinfer::gemm::detail {
+namespace {
+
+// Fake, 256-byte aligned device addresses: only their values are inspected.
+LargeMParams valid_params() {
+  LargeMParams p;
+  p.a = reinterpret_cast<const void*>(std::uintptr_t{0x10000});
+  p.w_packed = reinterpret_cast<const std::uint8_t*>(std::uintptr_t{0x20000});
+  p.w_scales = reinterpret_cast<const std::uint8_t*>(std::uintptr_t{0x30001});  // bytes: any alignment
+  p.out = reinterpret_cast<void*>(std::uintptr_t{0x40000});
+  p.m = 1000, p.n = 1600, p.k = 1536, p.lda = 1536, p.ldo = 1600;
+  return p;
+}
+
+TEST(GemmLargeM, ConfigTableIsConsistent) {
+  const auto configs = large_m_configs();
+  ASSERT_GE(configs.size(), 2u);
+  std::set<std::string> names;
+  for (std::size_t i = 0; i < configs.size(); ++i) {
+    EXPECT_EQ(configs[i].id, static_cast<int>(i));
+    EXPECT_TRUE(names.insert(configs[i].name).second) << configs[i].name;
+    EXPECT_GT(configs[i].tile_m * configs[i].tile_n * configs[i].tile_k, 0);
+  }
+}
+
+TEST(GemmLargeM, AcceptsValidShapesIncludingTails) {
+  for (const auto& config : large_m_configs()) {
+    LargeMParams p = valid_params();
+    EXPECT_TRUE(can_implement(p, config)) << config.name;
+    p.m = 3, p.n = 264, p.k = 48, p.lda = 56, p.ldo = 272;  // no dimension a multiple of the tile
+    EXPECT_TRUE(can_implement(p, config)) << config.name;
+    p.out_dtype = DType::kFloat16;
+    EXPECT_TRUE(can_implement(p, config)) << config.name;
+  }
+}
+
+TEST(GemmLargeM, RejectsWhatTheKernelsCannotRun) {
+  const LargeMConfig& config = large_m_configs()[0];
+  auto rejected = [&](auto&& mutate) {
+    LargeMParams p = valid_params();
+    mutate(p);
+    return !can_implement(p, config);
+  };
+  EXPECT_TRUE(rejected([](LargeMParams& p) { p.out_dtype = DType::kFloat32; }));
+  EXPECT_TRUE(rejected([](LargeMParams& p) { p.k = 1544, p.lda = 1544; }));  // k % 16 != 0
+  EXPECT_TRUE(rejected([](LargeMParams& p) { p.k = 0; }));
+  EXPECT_TRUE(rejected([](LargeMParams& p) { p.m = 0; }));
+  EXPECT_TRUE(rejected([](LargeMParams& p) { p.n = 1604, p.ldo = 1608; }));  // n % 8 != 0
+  EXPECT_TRUE(rejected([](LargeMParams& p) { p.lda = 1528; }));              // lda < k
+  EXPECT_TRUE(rejected([](LargeMParams& p) { p.lda = 1540; }));              // lda % 8 != 0
+  EXPECT_TRUE(rejected([](LargeMParams& p) { p.ldo = 1604; }));              // ldo % 8 != 0
+  EXPECT_TRUE(rejected([](LargeMParams& p) { p.a = static_cast<const char*>(p.a) + 8; }));
+  EXPECT_TRUE(rejected([](LargeMParams& p) { p.out = static_cast<char*>(p.out) + 2; }));
+  EXPECT_TRUE(rejected([](LargeMParams& p) { p.w_packed += 8; }));
+  EXPECT_TRUE(rejected([](LargeMParams& p) { p.w_scales = nullptr; }));
+  LargeMConfig unknown = config;
+  unknown.id = 99;
+  EXPECT_FALSE(can_implement(valid_params(), unknown));
+}
+
+TEST(GemmLargeM, WorkspaceHoldsTheBf16Weight) {
+  for (const auto& config : large_m_configs()) {
+    const LargeMParams p = valid_params();
+    EXPECT_GE(workspace_bytes(p, config), std::size_t{2} * p.n * p.k) << config.name;
+  }
+}
+
+}  // namespace
+}  // namespace fastinfer::gemm::detail
