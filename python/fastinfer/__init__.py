@@ -13,6 +13,7 @@ devices = _C.devices
 tensor_info = _C.tensor_info
 reserve_workspace = _C.reserve_workspace
 release_all_workspaces = _C.release_all_workspaces
+nvfp4_global_scale_for = _C.nvfp4_global_scale_for
 
 __all__ = [
     "__version__",
@@ -22,3 +23,13 @@ __all__ = [
     "reserve_workspace",
     "release_all_workspaces",
 ]
+
+autotune = _C.autotune
+current_bucket = _C.current_bucket
+__all__ += ["autotune", "current_bucket"]
+
+from .ops import (chunk_gated_delta_rule, gated_delta_rule_decode, gated_delta_rule_mtp, mm_bf16_fp4,
+                  nvfp4_dequantize, nvfp4_quantize, prepare_bf16_fp4_weights)
+
+__all__ += ["chunk_gated_delta_rule", "gated_delta_rule_decode", "gated_delta_rule_mtp", "mm_bf16_fp4",
+            "nvfp4_dequantize", "nvfp4_quantize", "prepare_bf16_fp4_weights"]

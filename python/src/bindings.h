@@ -5,5 +5,9 @@
 namespace fastinfer::python {
 
 void register_op_bindings(nanobind::module_& m);
+void register_tune_bindings(nanobind::module_& m);
+void register_prefill_bindings(nanobind::module_& m);
+void register_gemm_bindings(nanobind::module_& m);
+void register_decode_bindings(nanobind::module_& m);
 
 }  // namespace fastinfer::python

@@ -1,0 +1,48 @@
+// Binding of gdn::prefill: arrays in, no allocation (the Python layer allocates
+// outputs that are not given), the stream as an integer handle.
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/optional.h>
+
+#include "bindings.h"
+#include "fastinfer/gdn.h"
+#include "tensor_conversion.h"
+
+namespace nb = nanobind;
+
+namespace fastinfer::python {
+
+void register_prefill_bindings(nb::module_& m) {
+  m.def(
+      "gdn_prefill",
+      [](const Array& q, const Array& k, const Array& v, const Array& cu_seqlens, const Array& output,
+         const std::optional<Array>& alpha, const std::optional<Array>& beta, float scale, bool use_qk_l2norm,
+         const std::optional<Array>& initial_state, const std::optional<Array>& output_state,
+         const std::optional<Array>& state_indices, int checkpoint_every_n_tokens,
+         const std::optional<Array>& state_checkpoints, const std::optional<Array>& checkpoint_cu_starts,
+         std::uintptr_t stream) {
+        gdn::PrefillArgs args;
+        args.q = to_view(q);
+        args.k = to_view(k);
+        args.v = to_view(v);
+        args.cu_seqlens = to_view(cu_seqlens);
+        args.output = to_view(output);
+        args.alpha = to_optional_view(alpha);
+        args.beta = to_optional_view(beta);
+        args.scale = scale;
+        args.use_qk_l2norm = use_qk_l2norm;
+        args.initial_state = to_optional_view(initial_state);
+        args.output_state = to_optional_view(output_state);
+        args.state_indices = to_optional_view(state_indices);
+        args.checkpoint_every_n_tokens = checkpoint_every_n_tokens;
+        args.state_checkpoints = to_optional_view(state_checkpoints);
+        args.checkpoint_cu_starts = to_optional_view(checkpoint_cu_starts);
+        nb::gil_scoped_release release;
+        gdn::prefill(args, to_stream(stream));
+      },
+      nb::arg("q"), nb::arg("k"), nb::arg("v"), nb::arg("cu_seqlens"), nb::arg("output"), nb::arg("alpha").none(),
+      nb::arg("beta").none(), nb::arg("scale"), nb::arg("use_qk_l2norm"), nb::arg("initial_state").none(),
+      nb::arg("output_state").none(), nb::arg("state_indices").none(), nb::arg("checkpoint_every_n_tokens"),
+      nb::arg("state_checkpoints").none(), nb::arg("checkpoint_cu_starts").none(), nb::arg("stream"));
+}
+
+}  // namespace fastinfer::python
