@@ -11,15 +11,18 @@
 namespace fastinfer::gemm::detail {
 namespace {
 
-__device__ std::uint32_t code_at(const std::uint8_t* packed, std::int64_t n, std::int64_t k, std::int64_t row,
-                                 std::int64_t col) {
+// A block whose scale is zero contributes zero whatever its codes: the decode cannot express a zero
+// scale, so its codes are zeroed here instead.
+__device__ std::uint32_t code_at(const std::uint8_t* packed, const std::uint8_t* scales_linear, std::int64_t n,
+                                 std::int64_t k, std::int64_t row, std::int64_t col) {
   if (row >= n || col >= k) return 0;
+  if ((scales_linear[row * (k / nvfp4::codec::kBlock) + col / nvfp4::codec::kBlock] & 0x7f) == 0) return 0;
   const std::uint8_t byte = packed[row * (k / 2) + col / 2];
   return (col % 2 == 0) ? (byte & 0xf) : (byte >> 4);
 }
 
 // Word (tile, lane, j): rows g, g+8 of the tile, k = kc*64 + 16j + 4t .. +3.
-__global__ void repack_words(const std::uint8_t* packed, std::int64_t n, std::int64_t k, std::int64_t words,
+__global__ void repack_words(const std::uint8_t* packed, const std::uint8_t* scales_linear, std::int64_t n, std::int64_t k, std::int64_t words,
                              int kc_count, std::uint32_t* tiles) {
   const std::int64_t idx = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (idx >= words) return;
@@ -32,7 +35,7 @@ __global__ void repack_words(const std::uint8_t* packed, std::int64_t n, std::in
   const std::int64_t rows[8] = {row, row, row + 8, row + 8, row, row, row + 8, row + 8};
   const std::int64_t cols[8] = {col, col + 1, col, col + 1, col + 2, col + 3, col + 2, col + 3};
   std::uint32_t word = 0;
-  for (int s = 0; s < 8; ++s) word |= place_code(code_at(packed, n, k, rows[s], cols[s]), s);
+  for (int s = 0; s < 8; ++s) word |= place_code(code_at(packed, scales_linear, n, k, rows[s], cols[s]), s);
   tiles[idx] = word;
 }
 
@@ -83,7 +86,7 @@ void launch_repack_small_m(const std::uint8_t* packed, const std::uint8_t* scale
   const int kc_count = static_cast<int>((k + kChunkK - 1) / kChunkK);
   const std::int64_t tile_count = small_m_row_tiles(n) * kc_count;
   auto s = static_cast<cudaStream_t>(stream);
-  repack_words<<<blocks_for(tile_count * 128), 256, 0, s>>>(packed, n, k, tile_count * 128, kc_count,
+  repack_words<<<blocks_for(tile_count * 128), 256, 0, s>>>(packed, scales_linear, n, k, tile_count * 128, kc_count,
                                                            static_cast<std::uint32_t*>(tiles));
   FASTINFER_CUDA_CHECK(cudaGetLastError());
   repack_scales<<<blocks_for(tile_count * 8), 256, 0, s>>>(scales_linear, n, k, tile_count * 8, kc_count,

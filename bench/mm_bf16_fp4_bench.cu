@@ -1,0 +1,82 @@
+// Routine "mm_bf16_fp4" (issue 3): out[M,N] = alpha * a[M,K] @ W^T with W in NVFP4, through the
+// public op (the runner's default tactic, as production calls it). Per (N, K, M): median GPU time
+// over input sets rotated past the L2 (each set has its own weights), TB/s on
+// bytes = 2MK + NK/2 + NK/16 + 2MN, TFLOP/s, the cuBLASLt bf16 anchor, the floor
+// max(bytes / copy_bw, 2MNK / bf16_peak) and the ratios.
+#include <cstdio>
+#include <memory>
+#include <vector>
+
+#include "fastinfer/gemm.h"
+#include "harness.h"
+#include "routines.h"
+
+namespace fastinfer::bench {
+namespace {
+
+struct WeightSet {
+  DeviceBuffer packed, scales;
+  std::shared_ptr<const gemm::Bf16Fp4Weights> weights;
+};
+
+nlohmann::json run_mm_bf16_fp4(const BenchOptions& options) {
+  const int shapes[][2] = {{2048, 7168}, {4096, 4096}, {6144, 4096}, {28672, 4096}, {4096, 14336}};
+  std::vector<int> ms = {1, 16, 64, 256, 1024, 4096, 8192};
+  if (options.quick) ms = {1, 16, 256};
+  nlohmann::json rows = nlohmann::json::array();
+  std::printf("%6s %6s %5s | %9s %7s %7s | %9s %9s | %7s %7s\n", "N", "K", "M", "ms", "TB/s", "TFLOP/s", "cublas_ms",
+              "floor_ms", "xcublas", "xfloor");
+  for (const auto& s : shapes) {
+    const int n = s[0], k = s[1];
+    const std::size_t w_bytes = static_cast<std::size_t>(n) * k / 2 + static_cast<std::size_t>(n) * k / 16;
+    for (int m : ms) {
+      char label[64];
+      std::snprintf(label, sizeof label, "N%d_K%d_M%d", n, k, m);
+      if (!options.only_shapes.empty() && std::string(label).find(options.only_shapes) == std::string::npos) continue;
+      const std::size_t a_bytes = static_cast<std::size_t>(m) * k * 2, o_bytes = static_cast<std::size_t>(m) * n * 2;
+      const int sets = rotation_count(w_bytes + a_bytes + o_bytes);
+      std::vector<WeightSet> ws(static_cast<std::size_t>(sets));
+      std::vector<DeviceBuffer> as, outs;
+      for (int i = 0; i < sets; ++i) {
+        WeightSet& w = ws[static_cast<std::size_t>(i)];
+        w.packed = DeviceBuffer(static_cast<std::size_t>(n) * k / 2);
+        w.scales = DeviceBuffer(static_cast<std::size_t>(n) * k / 16);
+        fill_uniform(w.packed.get(), DType::kUInt8, w.packed.bytes(), 0, 0, 11 + i);
+        fill_uniform(w.scales.get(), DType::kUInt8, w.scales.bytes(), 0, 0, 99 + i);
+        w.weights = gemm::prepare_bf16_fp4_weights(
+            TensorView::contiguous(w.packed.get(), DType::kUInt8, {n, k / 2}, Device::cuda(0)),
+            TensorView::contiguous(w.scales.get(), DType::kUInt8, {static_cast<std::int64_t>(n) * k / 16}, Device::cuda(0)),
+            nvfp4::ScaleLayout::kLinear, 1.0f / 2688.0f);
+        as.emplace_back(a_bytes);
+        fill_uniform(as.back().get(), DType::kBFloat16, static_cast<std::size_t>(m) * k, -1, 1, 7 + i);
+        outs.emplace_back(o_bytes);
+      }
+      auto call = [&](int i) {
+        const int j = i % sets;
+        gemm::mm_bf16_fp4(TensorView::contiguous(as[j].get(), DType::kBFloat16, {m, k}, Device::cuda(0)),
+                          *ws[static_cast<std::size_t>(j)].weights,
+                          TensorView::contiguous(outs[j].get(), DType::kBFloat16, {m, n}, Device::cuda(0)));
+      };
+      const double ms_median = median_ms(call, 5, options.quick ? 10 : 30);
+      const double host_us = host_us_per_call([&] { call(0); }, 200);
+      const double bytes = static_cast<double>(a_bytes + w_bytes + o_bytes);
+      const double flops = 2.0 * m * n * static_cast<double>(k);
+      const double cublas = cublas_bf16_gemm_ms(m, n, k);
+      const double floor = floor_ms(bytes, flops);
+      std::printf("%6d %6d %5d | %9.4f %7.2f %7.1f | %9.4f %9.4f | %7.2f %7.2f\n", n, k, m, ms_median,
+                  bytes / ms_median * 1e-9, flops / ms_median * 1e-9, cublas, floor, cublas / ms_median,
+                  ms_median / floor);
+      rows.push_back({{"label", label}, {"n", n}, {"k", k}, {"m", m}, {"ms", ms_median}, {"host_us", host_us},
+                      {"tbps", bytes / ms_median * 1e-9}, {"tflops", flops / ms_median * 1e-9},
+                      {"cublas_bf16_ms", cublas}, {"floor_ms", floor}, {"speedup_vs_cublas", cublas / ms_median},
+                      {"ratio_to_floor", ms_median / floor}});
+    }
+  }
+  return {{"routine", "mm_bf16_fp4"}, {"environment", environment_json()}, {"results", rows}};
+}
+
+const RoutineRegistration registration{
+    {"mm_bf16_fp4", "bf16 x NVFP4 GEMM (issue 3 shapes), default tactic vs cuBLASLt bf16 and the floor", run_mm_bf16_fp4}};
+
+}  // namespace
+}  // namespace fastinfer::bench
