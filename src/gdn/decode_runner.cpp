@@ -17,18 +17,17 @@ struct LauncherEntry {
 };
 
 template <DType kAct, DType kState>
-constexpr std::array<LauncherEntry, 5> launchers_for() {
+constexpr std::array<LauncherEntry, 4> launchers_for() {
   return {{
       {kAct, kState, 8, 1, &launch_decode_sm90<kAct, kState, 8, 1>},
       {kAct, kState, 8, 2, &launch_decode_sm90<kAct, kState, 8, 2>},
       {kAct, kState, 8, 4, &launch_decode_sm90<kAct, kState, 8, 4>},
       {kAct, kState, 16, 4, &launch_decode_sm90<kAct, kState, 16, 4>},
-      {kAct, kState, 16, 8, &launch_decode_sm90<kAct, kState, 16, 8>},
   }};
 }
 
 // Every instantiated kernel (decode_launch.h).
-const std::array<std::array<LauncherEntry, 5>, 4> kLaunchers = {
+const std::array<std::array<LauncherEntry, 4>, 4> kLaunchers = {
     launchers_for<DType::kBFloat16, DType::kFloat32>(), launchers_for<DType::kBFloat16, DType::kBFloat16>(),
     launchers_for<DType::kFloat16, DType::kFloat32>(), launchers_for<DType::kFloat16, DType::kBFloat16>()};
 
@@ -68,12 +67,12 @@ std::shared_ptr<const DecodeRunner> decode_runner(const DecodeConfig& config) {
 DecodeTactic choose_decode_tactic(DType state, long long batch, int heads_v, int tokens, const DeviceInfo& device) {
   (void)state;
   (void)tokens;
-  // Provisional (H200 sweep of the first kernel version): 16-row CTAs of one warp, 4 rows per
-  // thread, from B = 32 up; fewer rows per thread when there are not enough CTAs for every SM.
-  const DecodeTactic wide{8, 4, 1};
-  const long long ctas = batch * heads_v * (kDecodeHeadDim / wide.rows_per_cta());
-  if (ctas >= device.sm_count) return wide;
-  return {8, 1, 4};
+  // H200 sweep (fastinfer_bench gdn_decode, heads 16/32, B 1..512, T 1 and 4, fp32 and bf16
+  // pools; docs/GDN_DECODE.md): 4-warp CTAs of 32 rows, 8 lanes and 4 rows per thread, were the
+  // fastest or within 8% of it from B = 32 up; with fewer state heads than SMs (B = 1), 2 rows per
+  // thread (16-row CTAs, twice as many) were the fastest.
+  if (batch * heads_v >= device.sm_count) return {8, 4, 4};
+  return {8, 2, 4};
 }
 
 }  // namespace fastinfer::gdn

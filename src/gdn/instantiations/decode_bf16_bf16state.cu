@@ -8,6 +8,5 @@ template void launch_decode_sm90<DType::kBFloat16, DType::kBFloat16, 8, 1>(const
 template void launch_decode_sm90<DType::kBFloat16, DType::kBFloat16, 8, 2>(const DecodeParams&, int, Stream);
 template void launch_decode_sm90<DType::kBFloat16, DType::kBFloat16, 8, 4>(const DecodeParams&, int, Stream);
 template void launch_decode_sm90<DType::kBFloat16, DType::kBFloat16, 16, 4>(const DecodeParams&, int, Stream);
-template void launch_decode_sm90<DType::kBFloat16, DType::kBFloat16, 16, 8>(const DecodeParams&, int, Stream);
 
 }  // namespace fastinfer::gdn

@@ -29,7 +29,7 @@
 
 namespace fastinfer::gdn::decode_sm90 {
 
-inline constexpr int kMaxThreads = 256;
+inline constexpr int kMaxThreads = 256;  // the largest tactic: 8 warps
 
 // How one lane's columns of a row are laid out. kLanesPerRow trades registers (columns per lane,
 // also the q and k registers) against shuffles (log2(kLanesPerRow) levels per reduction).
