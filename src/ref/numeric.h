@@ -66,7 +66,8 @@ inline double load(const TensorView& t, std::int64_t offset) {
   }
 }
 
-// Writes `value` into element `offset`, rounding to the tensor's dtype (nearest even).
+// Writes `value` into element `offset`, rounding float dtypes to nearest even and truncating
+// integer ones.
 inline void store(const TensorView& t, std::int64_t offset, double value) {
   char* p = static_cast<char*>(t.data) + offset * static_cast<std::int64_t>(t.element_size());
   switch (t.dtype) {
@@ -74,7 +75,10 @@ inline void store(const TensorView& t, std::int64_t offset, double value) {
     case DType::kFloat64: std::memcpy(p, &value, 8); break;
     case DType::kBFloat16: { std::uint16_t v = float_to_bf16(static_cast<float>(value)); std::memcpy(p, &v, 2); break; }
     case DType::kFloat16: { std::uint16_t v = float_to_fp16(static_cast<float>(value)); std::memcpy(p, &v, 2); break; }
-    default: break;
+    case DType::kInt32: { auto v = static_cast<std::int32_t>(value); std::memcpy(p, &v, 4); break; }
+    case DType::kInt64: { auto v = static_cast<std::int64_t>(value); std::memcpy(p, &v, 8); break; }
+    case DType::kUInt8: *p = static_cast<char>(static_cast<unsigned char>(value)); break;
+    default: break;  // fp8: no host conversion here (the NVFP4 code has its own)
   }
 }
 

@@ -71,6 +71,16 @@ TEST(HostNumeric, Bf16AndFp16RoundTripAndRounding) {
   }
 }
 
+TEST(HostTensor, IntegerDtypesStoreAndLoad) {
+  ref::HostTensor i32(DType::kInt32, {3}), i64(DType::kInt64, {2}), u8(DType::kUInt8, {2});
+  i32.set(1, -7);
+  i64.set(0, 1ll << 40);
+  u8.set(1, 200);
+  EXPECT_EQ(i32.get(1), -7);
+  EXPECT_EQ(i64.get(0), static_cast<double>(1ll << 40));
+  EXPECT_EQ(u8.get(1), 200);
+}
+
 TEST(HostTensor, OwnsContiguousStorage) {
   ref::HostTensor t(DType::kBFloat16, {2, 3});
   t.set(4, 1.5);
