@@ -15,5 +15,7 @@ target_sources(fastinfer PRIVATE
 target_sources(fastinfer PRIVATE ${CMAKE_CURRENT_LIST_DIR}/large_m_bridge.cpp)
 # The runner offers the large-M tactics when their list is part of the tree.
 if(FASTINFER_WITH_LARGE_M AND EXISTS ${CMAKE_CURRENT_LIST_DIR}/large_m.cmake)
-  set_property(SOURCE ${CMAKE_CURRENT_LIST_DIR}/large_m_bridge.cpp APPEND PROPERTY COMPILE_DEFINITIONS FASTINFER_WITH_LARGE_M=1)
+  # Source properties are per directory: name the directory of the target that compiles it.
+  set_property(SOURCE ${CMAKE_CURRENT_LIST_DIR}/large_m_bridge.cpp TARGET_DIRECTORY fastinfer
+               APPEND PROPERTY COMPILE_DEFINITIONS FASTINFER_WITH_LARGE_M=1)
 endif()

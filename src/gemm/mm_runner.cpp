@@ -69,7 +69,14 @@ bool MmRunner::can_run(const MmTactic& t, std::int64_t m) const {
     probe.m = static_cast<int>(m);
     probe.lda = static_cast<int>((k_ + 7) / 8 * 8);
     probe.ldo = static_cast<int>((n_ + 7) / 8 * 8);
-    return large_can_implement(large_params(probe), *t.large);
+    // A shape-only question: any 16-byte aligned, non-null address stands for the buffers here
+    // (run() checks the real pointers again before launching).
+    LargeMParams p = large_params(probe);
+    auto* stand_in = reinterpret_cast<std::uint8_t*>(std::uintptr_t{256});
+    p.a = stand_in;
+    p.out = stand_in;
+    p.w_packed = p.w_scales = stand_in;
+    return large_can_implement(p, *t.large);
   }
   if (!small_m_compiled(t.rows_tiles, token_tiles(m), t.warps)) return false;
   const int kc_count = static_cast<int>((k_ + kChunkK - 1) / kChunkK);
