@@ -13,6 +13,7 @@
 #include "nvfp4/nvfp4_codec.h"
 #include "ref/gemm_ref.h"
 #include "ref/host_tensor.h"
+#include "support/expect_error.h"
 #include "ref/nvfp4_ref.h"
 
 namespace fastinfer {
@@ -21,14 +22,7 @@ namespace {
 using ref::HostTensor;
 using nvfp4::ScaleLayout;
 
-void expect_error(const std::function<void()>& fn, const std::string& needle) {
-  try {
-    fn();
-    ADD_FAILURE() << "no error; expected one containing \"" << needle << "\"";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-  }
-}
+using testing::expect_error;
 
 struct Quantized {
   HostTensor packed, scales;

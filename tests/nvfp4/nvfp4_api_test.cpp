@@ -9,6 +9,7 @@
 #include "fastinfer/error.h"
 #include "fastinfer/nvfp4.h"
 #include "ref/host_tensor.h"
+#include "support/expect_error.h"
 #include "ref/nvfp4_ref.h"
 
 namespace fastinfer {
@@ -17,14 +18,7 @@ namespace {
 using ref::HostTensor;
 using nvfp4::ScaleLayout;
 
-void expect_error(const std::function<void()>& fn, const std::string& needle) {
-  try {
-    fn();
-    ADD_FAILURE() << "no error; expected one containing \"" << needle << "\"";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-  }
-}
+using testing::expect_error;
 
 TEST(Nvfp4Api, CpuPathMatchesReferenceBothLayouts) {
   const int n = 130, k = 96;
