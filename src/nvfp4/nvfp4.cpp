@@ -44,6 +44,15 @@ void check_packed(const char* op, const TensorView& packed, std::int64_t n, std:
   check::not_null(op, "packed", packed);
 }
 
+// The unquantized [N, K] side of both directions: float32/16 or bfloat16, K % 16 == 0.
+void check_float_matrix(const char* op, const char* arg, const TensorView& t) {
+  check::dtype(op, arg, t, {DType::kFloat32, DType::kFloat16, DType::kBFloat16});
+  check::ndim(op, arg, t, 2);
+  check::dim_multiple_of(op, arg, t, 1, 16, "K");
+  check::last_dim_contiguous(op, arg, t);
+  check::not_null(op, arg, t);
+}
+
 void check_global_scale(const char* op, float g) {
   check::require(std::isfinite(g) && g > 0.0f, op, "global_scale", "be finite and > 0", std::to_string(g));
 }
@@ -53,11 +62,7 @@ void check_global_scale(const char* op, float g) {
 void quantize(const TensorView& w, float global_scale, const TensorView& packed, const TensorView& scales,
               ScaleLayout layout, Stream stream) {
   constexpr const char* op = "nvfp4::quantize";
-  check::dtype(op, "w", w, {DType::kFloat32, DType::kFloat16, DType::kBFloat16});
-  check::ndim(op, "w", w, 2);
-  check::dim_multiple_of(op, "w", w, 1, 16, "K");
-  check::last_dim_contiguous(op, "w", w);
-  check::not_null(op, "w", w);
+  check_float_matrix(op, "w", w);
   const std::int64_t n = w.size(0), k = w.size(1);
   check_packed(op, packed, n, k);
   check_scales(op, scales, n, k, layout);
@@ -85,11 +90,7 @@ void quantize(const TensorView& w, float global_scale, const TensorView& packed,
 void dequantize(const TensorView& packed, const TensorView& scales, ScaleLayout layout, float global_scale,
                 const TensorView& out, Stream stream) {
   constexpr const char* op = "nvfp4::dequantize";
-  check::dtype(op, "out", out, {DType::kFloat32, DType::kFloat16, DType::kBFloat16});
-  check::ndim(op, "out", out, 2);
-  check::dim_multiple_of(op, "out", out, 1, 16, "K");
-  check::last_dim_contiguous(op, "out", out);
-  check::not_null(op, "out", out);
+  check_float_matrix(op, "out", out);
   const std::int64_t n = out.size(0), k = out.size(1);
   check_packed(op, packed, n, k);
   check_scales(op, scales, n, k, layout);
