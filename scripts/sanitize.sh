@@ -7,9 +7,10 @@ cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-out}
 BUILD_DIR=${FASTINFER_BUILD_DIR:-build-gpu}
 FILTER=${SANITIZE_GTEST_FILTER:-*}
+BINARIES=${SANITIZE_BINARIES:-.}  # regex on the test binary names
 mkdir -p "$OUT"
 rc=0
-for bin in $(find "$BUILD_DIR/tests" -maxdepth 2 -type f -name '*_gpu_tests' | sort); do
+for bin in $(find "$BUILD_DIR/tests" -maxdepth 2 -type f -name '*_gpu_tests' | grep -E "$BINARIES" | sort); do
   for tool in memcheck racecheck synccheck; do
     if compute-sanitizer --tool "$tool" --error-exitcode 99 --print-limit 20 "$bin" --gtest_filter="$FILTER" \
         >>"$OUT/sanitize.log" 2>&1; then
