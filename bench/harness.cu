@@ -107,22 +107,29 @@ double host_us_per_call(const std::function<void()>& fn, int reps) {
 namespace {
 
 // cuBLASLt bf16 TN GEMM (row-major out[M,N] = a[M,K] @ w[N,K]^T), fp32 accumulation.
+void check_cublas(cublasStatus_t status, const char* what) {
+  if (status != CUBLAS_STATUS_SUCCESS) {
+    throw Error(Error::Kind::kRuntime, std::string("bench: ") + what + " failed: " + cublasGetStatusString(status));
+  }
+}
+
 class LtGemm {
  public:
-  LtGemm(int m, int n, int k) : m_(m), n_(n), k_(k) {
-    FASTINFER_CUDA_CHECK(static_cast<cudaError_t>(cublasLtCreate(&lt_) == CUBLAS_STATUS_SUCCESS ? 0 : 1));
-    cublasLtMatmulDescCreate(&desc_, CUBLAS_COMPUTE_32F, CUDA_R_32F);
+  LtGemm(int m, int n, int k) {
+    check_cublas(cublasLtCreate(&lt_), "cublasLtCreate");
+    check_cublas(cublasLtMatmulDescCreate(&desc_, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate");
     cublasOperation_t t = CUBLAS_OP_T, nt = CUBLAS_OP_N;
     // Column-major view: out^T[N,M] = w[N,K] (as K x N col-major, transposed) * a^T (K x M col-major).
-    cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSA, &t, sizeof t);
-    cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSB, &nt, sizeof nt);
-    cublasLtMatrixLayoutCreate(&la_, CUDA_R_16BF, k, n, k);
-    cublasLtMatrixLayoutCreate(&lb_, CUDA_R_16BF, k, m, k);
-    cublasLtMatrixLayoutCreate(&lc_, CUDA_R_16BF, n, m, n);
-    cublasLtMatmulPreferenceCreate(&pref_);
+    check_cublas(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSA, &t, sizeof t), "set TRANSA");
+    check_cublas(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSB, &nt, sizeof nt), "set TRANSB");
+    check_cublas(cublasLtMatrixLayoutCreate(&la_, CUDA_R_16BF, k, n, k), "cublasLtMatrixLayoutCreate");
+    check_cublas(cublasLtMatrixLayoutCreate(&lb_, CUDA_R_16BF, k, m, k), "cublasLtMatrixLayoutCreate");
+    check_cublas(cublasLtMatrixLayoutCreate(&lc_, CUDA_R_16BF, n, m, n), "cublasLtMatrixLayoutCreate");
+    check_cublas(cublasLtMatmulPreferenceCreate(&pref_), "cublasLtMatmulPreferenceCreate");
     workspace_ = DeviceBuffer(std::size_t{64} << 20);
     std::size_t ws = workspace_.bytes();
-    cublasLtMatmulPreferenceSetAttribute(pref_, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
+    check_cublas(cublasLtMatmulPreferenceSetAttribute(pref_, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws),
+                 "set MAX_WORKSPACE_BYTES");
     int found = 0;
     if (cublasLtMatmulAlgoGetHeuristic(lt_, desc_, la_, lb_, lc_, lc_, pref_, 1, &heuristic_, &found) !=
             CUBLAS_STATUS_SUCCESS || found == 0) {
@@ -139,14 +146,12 @@ class LtGemm {
   }
   void run(const void* a, const void* w, void* out, cudaStream_t stream) {
     const float alpha = 1.0f, beta = 0.0f;
-    if (cublasLtMatmul(lt_, desc_, &alpha, w, la_, a, lb_, &beta, out, lc_, out, lc_, &heuristic_.algo,
-                       workspace_.get(), workspace_.bytes(), stream) != CUBLAS_STATUS_SUCCESS) {
-      throw Error(Error::Kind::kRuntime, "bench: cublasLtMatmul failed");
-    }
+    check_cublas(cublasLtMatmul(lt_, desc_, &alpha, w, la_, a, lb_, &beta, out, lc_, out, lc_, &heuristic_.algo,
+                                workspace_.get(), workspace_.bytes(), stream),
+                 "cublasLtMatmul");
   }
 
  private:
-  int m_, n_, k_;
   cublasLtHandle_t lt_{};
   cublasLtMatmulDesc_t desc_{};
   cublasLtMatrixLayout_t la_{}, lb_{}, lc_{};
