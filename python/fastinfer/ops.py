@@ -6,8 +6,6 @@ reference backend. Outputs that are not given are allocated with the inputs' lib
 """
 from __future__ import annotations
 
-import math
-
 from . import _C
 
 _HEAD_DIM = 128
@@ -26,12 +24,13 @@ def _empty(like, shape, dtype=None):
     return np.empty(shape, dtype=dtype or like.dtype)
 
 
-def _float32_of(like):
+def _dtype(like, name):
+    """The dtype called `name` ("float32", "uint8", ...) in the library of `like`."""
     if _is_torch(like):
         import torch
-        return torch.float32
+        return getattr(torch, name)
     import numpy as np
-    return np.float32
+    return np.dtype(name)
 
 
 def _stream(like, stream) -> int:
@@ -62,7 +61,7 @@ def chunk_gated_delta_rule(q, k, v, g=None, beta=None, scale=None, initial_state
         output = _empty(q, (q.shape[0], hsab, _HEAD_DIM))
     if output_final_state and output_state is None:
         n = cu_seqlens.shape[0] - 1 if state_indices is None else initial_state.shape[0]
-        output_state = _empty(q, (n, hsab, _HEAD_DIM, _HEAD_DIM), _float32_of(q))
+        output_state = _empty(q, (n, hsab, _HEAD_DIM, _HEAD_DIM), _dtype(q, "float32"))
     _C.gdn_prefill(q, k, v, cu_seqlens, output, g, beta, 0.0 if scale is None else float(scale),
                    bool(use_qk_l2norm_in_kernel), initial_state, output_state, state_indices,
                    int(checkpoint_every_n_tokens), state_checkpoints, checkpoint_cu_starts, _stream(q, stream))
@@ -109,9 +108,9 @@ def nvfp4_quantize(w, global_scale, swizzled=True, packed=None, scales=None, str
     """NVFP4 quantization (FlashInfer's nvfp4 format): returns (packed [N, K/2] uint8, e4m3 scales)."""
     n, kdim = w.shape
     if packed is None:
-        packed = _empty(w, (n, kdim // 2), _uint8_of(w))
+        packed = _empty(w, (n, kdim // 2), _dtype(w, "uint8"))
     if scales is None:
-        scales = _empty(w, (_C.nvfp4_scale_bytes(n, kdim, bool(swizzled)),), _uint8_of(w))
+        scales = _empty(w, (_C.nvfp4_scale_bytes(n, kdim, bool(swizzled)),), _dtype(w, "uint8"))
     _C.nvfp4_quantize(w, float(global_scale), packed, scales, bool(swizzled), _stream(w, stream))
     return packed, scales
 
@@ -120,17 +119,9 @@ def nvfp4_dequantize(packed, scales, global_scale, swizzled=True, out=None, dtyp
     """out [N, K] = e2m1(q) * float(sf) / global_scale."""
     n, half_k = packed.shape
     if out is None:
-        out = _empty(packed, (n, 2 * half_k), dtype or _float32_of(packed))
+        out = _empty(packed, (n, 2 * half_k), dtype or _dtype(packed, "float32"))
     _C.nvfp4_dequantize(packed, scales, bool(swizzled), float(global_scale), out, _stream(packed, stream))
     return out
-
-
-def _uint8_of(like):
-    if _is_torch(like):
-        import torch
-        return torch.uint8
-    import numpy as np
-    return np.uint8
 
 
 def prepare_bf16_fp4_weights(b, b_descale, alpha, swizzled=True, stream=None):
@@ -144,7 +135,3 @@ def mm_bf16_fp4(a, weights, out=None, out_dtype=None, enable_pdl=False, stream=N
         out = _empty(a, (a.shape[0], weights.n), out_dtype or a.dtype)
     _C.mm_bf16_fp4(a, weights, out, bool(enable_pdl), _stream(a, stream))
     return out
-
-
-def default_scale() -> float:
-    return 1.0 / math.sqrt(_HEAD_DIM)
