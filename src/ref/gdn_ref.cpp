@@ -157,8 +157,10 @@ void chunked_head(const gdn::PrefillArgs& a, const Problem& p, std::int64_t n, s
   if (a.initial_state && slot >= 0) load_state(*a.initial_state, slot, h, state_VK.data());
   const std::int64_t hq = h * p.hq / p.hsab, hk = h * p.hk / p.hsab, hv = h * p.hv / p.hsab;
 
-  std::vector<float> Q(C * D), K(C * D), V(C * D), KS(C * D), QS(C * D), X(C * D), U(C * D), Kd(C * D), Sb(D * D);
-  std::vector<float> A0(C * C), Tinv(C * C), Tg(C * C), P(C * C);
+  // Operands that feed the state are hi + lo pairs (X, Tg, the decayed U), as in the kernel.
+  std::vector<float> Q(C * D), K(C * D), V(C * D), KS(C * D), QS(C * D), X(C * D), X_lo(C * D), U(C * D),
+      Ud(C * D), Ud_lo(C * D), Sb(D * D);
+  std::vector<float> A0(C * C), Tinv(C * C), Tg(C * C), Tg_lo(C * C), P(C * C);
   float G[C], beta[C];
   for (std::int64_t c0 = bos; c0 < eos; c0 += C) {
     const int len = static_cast<int>(std::min<std::int64_t>(C, eos - c0));
@@ -200,8 +202,11 @@ void chunked_head(const gdn::PrefillArgs& a, const Problem& p, std::int64_t n, s
       }
     // Gates re-applied: T_gated[t][j] = T[t][j] * beta_j * exp(G_t - G_j) (j <= t, never > 1).
     for (int t = 0; t < C; ++t)
-      for (int j = 0; j < C; ++j)
-        Tg[t * C + j] = j <= t ? rnd(Tinv[t * C + j] * beta[j] * std::exp(G[t] - G[j])) : 0.0f;
+      for (int j = 0; j < C; ++j) {
+        const float tg = j <= t ? Tinv[t * C + j] * beta[j] * std::exp(G[t] - G[j]) : 0.0f;
+        Tg[t * C + j] = rnd(tg);
+        Tg_lo[t * C + j] = rnd(tg - Tg[t * C + j]);
+      }
     for (int i = 0; i < D * D; ++i) Sb[i] = rnd(state_VK[i]);
     for (int t = 0; t < C; ++t)
       for (int i = 0; i < D; ++i) {
@@ -209,13 +214,22 @@ void chunked_head(const gdn::PrefillArgs& a, const Problem& p, std::int64_t n, s
         for (int j = 0; j < D; ++j) ks += K[t * D + j] * Sb[i * D + j], qs += Q[t * D + j] * Sb[i * D + j];
         KS[t * D + i] = ks;
         QS[t * D + i] = qs;
-        X[t * D + i] = rnd(V[t * D + i] - std::exp(G[t]) * ks);
+        const float x = V[t * D + i] - std::exp(G[t]) * ks;
+        X[t * D + i] = rnd(x);
+        X_lo[t * D + i] = rnd(x - X[t * D + i]);
       }
+    const float g_last = G[len - 1];
     for (int t = 0; t < C; ++t)
       for (int i = 0; i < D; ++i) {
+        // The kernel's three products: hi hi, then hi lo, then lo hi (lo lo is below fp32 rounding).
         float u = 0;
         for (int j = 0; j <= t; ++j) u += Tg[t * C + j] * X[j * D + i];
+        for (int j = 0; j <= t; ++j) u += Tg[t * C + j] * X_lo[j * D + i];
+        for (int j = 0; j <= t; ++j) u += Tg_lo[t * C + j] * X[j * D + i];
         U[t * D + i] = rnd(u);
+        const float decayed = u * std::exp(g_last - G[t]);
+        Ud[t * D + i] = rnd(decayed);
+        Ud_lo[t * D + i] = rnd(decayed - Ud[t * D + i]);
       }
     for (int t = 0; t < C; ++t)
       for (int j = 0; j < C; ++j) {
@@ -232,13 +246,11 @@ void chunked_head(const gdn::PrefillArgs& a, const Problem& p, std::int64_t n, s
         store(a.output, out_base + i * a.output.stride(2), static_cast<float>(p.scale) * o);
       }
     }
-    const float g_last = G[len - 1];
-    for (int j = 0; j < C; ++j)
-      for (int d = 0; d < D; ++d) Kd[j * D + d] = rnd(K[j * D + d] * std::exp(g_last - G[j]));
     for (int i = 0; i < D; ++i)
       for (int d = 0; d < D; ++d) {
         float s = std::exp(g_last) * state_VK[i * D + d];
-        for (int j = 0; j < len; ++j) s += U[j * D + i] * Kd[j * D + d];
+        for (int j = 0; j < len; ++j) s += Ud[j * D + i] * K[j * D + d];
+        for (int j = 0; j < len; ++j) s += Ud_lo[j * D + i] * K[j * D + d];
         state_VK[i * D + d] = s;
       }
     const std::int64_t done = c0 + len - bos;

@@ -4,12 +4,17 @@
 // Per chunk (docs/GDN_PREFILL.md writes the math out; src/ref/gdn_ref.cpp mirrors it in fp32):
 //   1. load q, k, v (zero-padded past the sequence end), optional L2 norm, gates -> G = cumsum log alpha
 //   2. A0 = strict_lower(diag(beta) K K^T) (warps 0-3), P = (Q K^T) o Gamma, lower incl. diag (warps 4-7),
-//      K^T decayed to the chunk end
-//   3. T = (I + A0)^-1 on chip (fp32), T_g = T diag(beta) o Gamma
-//   4. [Q; K] S^T against the state rounded to the operand type; X = V - diag(e^G) K S^T
-//   5. U = T_g X (warps 4-7); O = scale (diag(e^G) Q S^T + P U) (warps 0-3)
-//   6. S = e^{G_last} S + U^T (decayed K), checkpoints, S rounded into shared memory
+//      K^T (the B operand of the state update)
+//   3. T = (I + A0)^-1 on chip (fp32), T_g = T diag(beta) o Gamma as hi + lo operand pair
+//   4. [Q; K] S^T against the state rounded to the operand type; X = V - diag(e^G) K S^T as hi + lo
+//   5. U = T_g X in three products (hi hi, hi lo, lo hi; warps 4-7); O = scale (diag(e^G) Q S^T + P U)
+//      (warps 0-3)
+//   6. S = e^{G_last} S + (diag(e^{G_last - G}) U)^T K with the decayed U as hi + lo, checkpoints,
+//      S rounded into shared memory
 // Tensor-core products use mma.sync 16x8x16 (CuTe SM80 atoms); everything else is fp32.
+// Numerics (docs/GDN_PREFILL.md "Numerics"): the operands that feed the state (T_g, X, the decayed
+// U) are split into hi + lo 16-bit pairs, so the state keeps ~16 mantissa bits per chunk instead
+// of 8; with single roundings, bf16 final states missed FlashInfer's 5e-3 tolerance at alpha ~ 1.
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -32,7 +37,8 @@ struct ChunkedConfig {
 };
 
 // Shared-memory layout in bytes (16-bit element tiles, then fp32 tiles); the solve tiles (A0, T)
-// and the apply tiles (X^T, U^T) are never live at the same time and share one region.
+// and the apply tiles (X^T, U^T, decayed U^T; hi and lo) are never live at the same time and share
+// one region.
 struct ChunkedSmem {
   using Cfg = ChunkedConfig;
   static constexpr int kTileDBytes = Cfg::kChunk * Cfg::kPitchD * 2;  // [64][136]
@@ -40,17 +46,21 @@ struct ChunkedSmem {
   static constexpr int kK = kQ + kTileDBytes;
   static constexpr int kV = kK + kTileDBytes;
   static constexpr int kState = kV + kTileDBytes;                            // [128 V][136]
-  static constexpr int kKDecayedT = kState + Cfg::kDim * Cfg::kPitchD * 2;  // [128 K][72]
-  static constexpr int kTGated = kKDecayedT + Cfg::kDim * Cfg::kPitchC * 2;  // [64][72]
-  static constexpr int kPMasked = kTGated + Cfg::kChunk * Cfg::kPitchC * 2;  // [64][72]
+  static constexpr int kKT = kState + Cfg::kDim * Cfg::kPitchD * 2;         // [128 K][72]
+  static constexpr int kTGated = kKT + Cfg::kDim * Cfg::kPitchC * 2;         // [64][72]
+  static constexpr int kTGatedLo = kTGated + Cfg::kChunk * Cfg::kPitchC * 2;  // [64][72]
+  static constexpr int kPMasked = kTGatedLo + Cfg::kChunk * Cfg::kPitchC * 2;  // [64][72]
   static constexpr int kShared = kPMasked + Cfg::kChunk * Cfg::kPitchC * 2;
   static constexpr int kA0 = kShared;                                          // fp32 [64][65]
   static constexpr int kInverse = kA0 + TriInverse::kSize * TriInverse::kPitch * 4;
   static constexpr int kScratch = kInverse + TriInverse::kSize * TriInverse::kPitch * 4;
   static constexpr int kSolveEnd = kScratch + TriInverse::kScratchFloats * 4;
-  static constexpr int kXT = kShared;                                          // [128 V][72]
-  static constexpr int kUT = kXT + Cfg::kDim * Cfg::kPitchC * 2;
-  static constexpr int kApplyEnd = kUT + Cfg::kDim * Cfg::kPitchC * 2;
+  static constexpr int kXT = kShared;                                          // [128 V][72] each
+  static constexpr int kXLoT = kXT + Cfg::kDim * Cfg::kPitchC * 2;
+  static constexpr int kUT = kXLoT + Cfg::kDim * Cfg::kPitchC * 2;
+  static constexpr int kUDecayedT = kUT + Cfg::kDim * Cfg::kPitchC * 2;
+  static constexpr int kUDecayedLoT = kUDecayedT + Cfg::kDim * Cfg::kPitchC * 2;
+  static constexpr int kApplyEnd = kUDecayedLoT + Cfg::kDim * Cfg::kPitchC * 2;
   static constexpr int kG = (kSolveEnd > kApplyEnd ? kSolveEnd : kApplyEnd);
   static constexpr int kBeta = kG + Cfg::kChunk * 4;
   static constexpr int kBytes = kBeta + Cfg::kChunk * 4;
@@ -151,14 +161,18 @@ __global__ void __launch_bounds__(ChunkedConfig::kThreads, 1) gdn_prefill_chunke
   Element* k_tile = reinterpret_cast<Element*>(smem + ChunkedSmem::kK);
   Element* v_tile = reinterpret_cast<Element*>(smem + ChunkedSmem::kV);
   Element* state_tile = reinterpret_cast<Element*>(smem + ChunkedSmem::kState);
-  Element* k_decayed_t = reinterpret_cast<Element*>(smem + ChunkedSmem::kKDecayedT);
+  Element* k_t = reinterpret_cast<Element*>(smem + ChunkedSmem::kKT);
   Element* t_gated = reinterpret_cast<Element*>(smem + ChunkedSmem::kTGated);
+  Element* t_gated_lo = reinterpret_cast<Element*>(smem + ChunkedSmem::kTGatedLo);
   Element* p_masked = reinterpret_cast<Element*>(smem + ChunkedSmem::kPMasked);
   float* a0 = reinterpret_cast<float*>(smem + ChunkedSmem::kA0);
   float* inverse = reinterpret_cast<float*>(smem + ChunkedSmem::kInverse);
   float* scratch = reinterpret_cast<float*>(smem + ChunkedSmem::kScratch);
   Element* x_t = reinterpret_cast<Element*>(smem + ChunkedSmem::kXT);
+  Element* x_lo_t = reinterpret_cast<Element*>(smem + ChunkedSmem::kXLoT);
   Element* u_t = reinterpret_cast<Element*>(smem + ChunkedSmem::kUT);
+  Element* u_decayed_t = reinterpret_cast<Element*>(smem + ChunkedSmem::kUDecayedT);
+  Element* u_decayed_lo_t = reinterpret_cast<Element*>(smem + ChunkedSmem::kUDecayedLoT);
   float* g = reinterpret_cast<float*>(smem + ChunkedSmem::kG);
   float* beta = reinterpret_cast<float*>(smem + ChunkedSmem::kBeta);
 
@@ -217,22 +231,25 @@ __global__ void __launch_bounds__(ChunkedConfig::kThreads, 1) gdn_prefill_chunke
           }
         }
     }
-    // K decayed to the chunk end, transposed: the B operand of the state update.
+    // K transposed (exact: K is already in the operand type): the B operand of the state update.
     for (int i = threadIdx.x; i < kC * Cfg::kDim; i += Cfg::kThreads) {
       const int j = i % kC, d = i / kC;
-      k_decayed_t[d * kPC + j] = Op::round(Op::to_float(k_tile[j * kPD + d]) * expf(g_last - g[j]));
+      k_t[d * kPC + j] = k_tile[j * kPD + d];
     }
     __syncthreads();
 
-    // 3. T = (I + A0)^-1, then T_g = T diag(beta) o Gamma.
+    // 3. T = (I + A0)^-1, then T_g = T diag(beta) o Gamma as hi + lo.
     TriInverse::run<Cfg::kThreads>(a0, inverse, scratch);
     for (int i = threadIdx.x; i < kC * kC; i += Cfg::kThreads) {
       const int t = i / kC, j = i % kC;
-      t_gated[t * kPC + j] = Op::round(j <= t ? inverse[t * kPF + j] * beta[j] * expf(g[t] - g[j]) : 0.0f);
+      const float value = j <= t ? inverse[t * kPF + j] * beta[j] * expf(g[t] - g[j]) : 0.0f;
+      const Element hi = Op::round(value);
+      t_gated[t * kPC + j] = hi;
+      t_gated_lo[t * kPC + j] = Op::round(value - Op::to_float(hi));
     }
     __syncthreads();
 
-    // 4. [Q; K] S^T: warps 0-3 keep e^G Q S^T as the output accumulator, warps 4-7 write X^T.
+    // 4. [Q; K] S^T: warps 0-3 keep e^G Q S^T as the output accumulator, warps 4-7 write X^T (hi, lo).
     float acc[kStateTiles][4];
     zero(acc);
     warp_gemm<kType, kStateTiles>(acc, warp < 4 ? q_tile : k_tile, kPD, 16 * m, state_tile, kPD, 0, Cfg::kDim, lc);
@@ -247,23 +264,36 @@ __global__ void __launch_bounds__(ChunkedConfig::kThreads, 1) gdn_prefill_chunke
           if (warp < 4) {
             acc[n][i] *= decay[i / 2];
           } else {
-            x_t[col * kPC + t] = Op::round(Op::to_float(v_tile[t * kPD + col]) - decay[i / 2] * acc[n][i]);
+            const float x = Op::to_float(v_tile[t * kPD + col]) - decay[i / 2] * acc[n][i];
+            const Element hi = Op::round(x);
+            x_t[col * kPC + t] = hi;
+            x_lo_t[col * kPC + t] = Op::round(x - Op::to_float(hi));
           }
         }
     }
     __syncthreads();
 
-    // 5. U = T_g X (warps 4-7, written as U^T), then O += P U (warps 0-3) and the output rows.
+    // 5. U = T_g X (warps 4-7) from hi hi + hi lo + lo hi (lo lo is below fp32 rounding), written
+    //    as U^T for P U and decayed to the chunk end as hi + lo U^T for the state update; then
+    //    O += P U (warps 0-3) and the output rows.
     const int k_causal = 16 * m + 16;  // T_g and P are lower triangular
     if (warp >= 4) {
       zero(acc);
       warp_gemm<kType, kStateTiles>(acc, t_gated, kPC, 16 * m, x_t, kPC, 0, k_causal, lc);
+      warp_gemm<kType, kStateTiles>(acc, t_gated, kPC, 16 * m, x_lo_t, kPC, 0, k_causal, lc);
+      warp_gemm<kType, kStateTiles>(acc, t_gated_lo, kPC, 16 * m, x_t, kPC, 0, k_causal, lc);
+      const int t_lo = 16 * m + lc.group;
+      const float to_end[2] = {expf(g_last - g[t_lo]), expf(g_last - g[t_lo + 8])};
 #pragma unroll
       for (int n = 0; n < kStateTiles; ++n)
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
-          const int t = 16 * m + lc.group + 8 * (i / 2), col = 8 * n + 2 * lc.quad + i % 2;
+          const int t = t_lo + 8 * (i / 2), col = 8 * n + 2 * lc.quad + i % 2;
           u_t[col * kPC + t] = Op::round(acc[n][i]);
+          const float decayed = acc[n][i] * to_end[i / 2];
+          const Element hi = Op::round(decayed);
+          u_decayed_t[col * kPC + t] = hi;
+          u_decayed_lo_t[col * kPC + t] = Op::round(decayed - Op::to_float(hi));
         }
     }
     __syncthreads();
@@ -282,14 +312,16 @@ __global__ void __launch_bounds__(ChunkedConfig::kThreads, 1) gdn_prefill_chunke
       }
     }
 
-    // 6. S = e^{G_last} S + U^T K_decayed (all warps; padded tokens have U = 0).
+    // 6. S = e^{G_last} S + U_decayed^T K, hi then lo (all warps; padded tokens have U = 0).
     {
       const float decay = expf(g_last);
 #pragma unroll
       for (int n = 0; n < kStateTiles; ++n)
 #pragma unroll
         for (int i = 0; i < 4; ++i) state[n][i] *= decay;
-      warp_gemm<kType, kStateTiles>(state, u_t, kPC, 16 * warp, k_decayed_t, kPC, 0, (len + 15) / 16 * 16, lc);
+      const int k_end = (len + 15) / 16 * 16;
+      warp_gemm<kType, kStateTiles>(state, u_decayed_t, kPC, 16 * warp, k_t, kPC, 0, k_end, lc);
+      warp_gemm<kType, kStateTiles>(state, u_decayed_lo_t, kPC, 16 * warp, k_t, kPC, 0, k_end, lc);
     }
     const std::int64_t done = token0 + len - bos;
     if (p.checkpoint_every > 0 && done % p.checkpoint_every == 0) {
