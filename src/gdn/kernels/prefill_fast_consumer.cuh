@@ -1,0 +1,170 @@
+#pragma once
+// The consumer warps of the warp-specialised GDN prefill kernel: the state-dependent products of
+// one chunk, written in the transposed ("state row") domain so that each warp works on its own
+// 16 state rows v = 16w .. 16w+15 without any CTA barrier:
+//   X^T = V^T - (S K^T) diag(e^G)            (S from registers as the A operand)
+//   U^T = X^T T_g^T
+//   O^T = (S Q^T) diag(e^G) + U^T P^T,       out = scale O
+//   S   = e^{G_63} S + (U^T diag(e^{G_63 - G})) K
+// The accumulator of one product is re-packed in registers as the A operand of the next (the
+// m16n8 C layout of two adjacent n tiles equals the m16k16 A layout). B operands come from the
+// stage with ldmatrix (K, Q, T_g, P as [n][k]; K as [k][n] with .trans for the state update).
+#include <cstdint>
+
+#include "gdn/kernels/prefill_fast_layout.cuh"
+#include "gdn/kernels/prefill_fast_primitives.cuh"
+#include "gdn/kernels/prefill_state_io.cuh"
+
+namespace fastinfer::gdn::kernels::fast {
+
+// acc[v 16][t 64] = S_w[16][128] x rows[t][128]^T; the state is rounded to the operand type.
+template <InputType kType, class Element>
+__device__ __forceinline__ void state_times_rows(float (&acc)[8][4], const StateFragment& state, const Element* rows,
+                                                 int lane) {
+  using Cfg = FastConfig;
+  const int mat = lane / 8, row = lane % 8;
+  const Element* b_base = rows + (row + 8 * (mat / 2)) * Cfg::kPitchD + 8 * (mat % 2);
+  zero(acc);
+#pragma unroll
+  for (int kb = 0; kb < Cfg::kDim / 16; ++kb) {
+    const std::uint32_t a[4] = {pack_pair<kType>(state[2 * kb][0], state[2 * kb][1]),
+                                pack_pair<kType>(state[2 * kb][2], state[2 * kb][3]),
+                                pack_pair<kType>(state[2 * kb + 1][0], state[2 * kb + 1][1]),
+                                pack_pair<kType>(state[2 * kb + 1][2], state[2 * kb + 1][3])};
+#pragma unroll
+    for (int np = 0; np < 4; ++np) {
+      std::uint32_t b[4];
+      ldmatrix_x4(b, smem_address(b_base + 16 * np * Cfg::kPitchD + 16 * kb));
+      mma_pair<kType>(acc[2 * np], acc[2 * np + 1], a, b);
+    }
+  }
+}
+
+// acc[v][t] += A[v][j] x lower[t][j]^T over j <= t (lower is [64][kPitchC], zero above the
+// diagonal; only 16x16 blocks on or below it are read).
+template <InputType kType, class Element>
+__device__ __forceinline__ void times_lower_transposed(float (&acc)[8][4], const std::uint32_t (&a)[4][4],
+                                                       const Element* lower, int lane) {
+  using Cfg = FastConfig;
+  const int mat = lane / 8, row = lane % 8;
+  const Element* b_base = lower + (row + 8 * (mat / 2)) * Cfg::kPitchC + 8 * (mat % 2);
+#pragma unroll
+  for (int kb = 0; kb < 4; ++kb)
+#pragma unroll
+    for (int np = kb; np < 4; ++np) {
+      std::uint32_t b[4];
+      ldmatrix_x4(b, smem_address(b_base + 16 * np * Cfg::kPitchC + 16 * kb));
+      mma_pair<kType>(acc[2 * np], acc[2 * np + 1], a[kb], b);
+    }
+}
+
+// A fragments (k blocks of 16 t) of acc[v][t] * scale_t, rounded to the operand type.
+template <InputType kType>
+__device__ __forceinline__ void pack_as_a(std::uint32_t (&a)[4][4], const float (&acc)[8][4], const float* col_scale,
+                                          int quad) {
+#pragma unroll
+  for (int n = 0; n < 8; ++n) {
+    const float s0 = col_scale ? col_scale[8 * n + 2 * quad] : 1.0f;
+    const float s1 = col_scale ? col_scale[8 * n + 2 * quad + 1] : 1.0f;
+    a[n / 2][2 * (n % 2)] = pack_pair<kType>(acc[n][0] * s0, acc[n][1] * s1);
+    a[n / 2][2 * (n % 2) + 1] = pack_pair<kType>(acc[n][2] * s0, acc[n][3] * s1);
+  }
+}
+
+struct ChunkOutput {
+  void* rows;  // output row of the chunk's first token, this head
+  std::int64_t stride_token;
+  int len;
+  float scale;
+};
+
+// One chunk for warp w: reads the stage, updates `state`, writes the output rows [0, len).
+template <InputType kType>
+__device__ __forceinline__ void consume_chunk(StateFragment& state, const unsigned char* stage, unsigned char* smem,
+                                              const ChunkOutput& out, int warp, int lane) {
+  using Cfg = FastConfig;
+  using Op = Operand<kType>;
+  using Element = typename Op::Element;
+  const Element* q = reinterpret_cast<const Element*>(stage + FastSmem::kQ);
+  const Element* k = reinterpret_cast<const Element*>(stage + FastSmem::kK);
+  const Element* v = reinterpret_cast<const Element*>(stage + FastSmem::kV);
+  const Element* t_gated = reinterpret_cast<const Element*>(stage + FastSmem::kTGated);
+  const Element* p_tile = reinterpret_cast<const Element*>(stage + FastSmem::kP);
+  const float* gates = reinterpret_cast<const float*>(stage + FastSmem::kGates);
+  const float* exp_g = gates + FastGates::kExpG;
+  const int g = lane / 4, quad = lane % 4, mat = lane / 8, row = lane % 8;
+
+  float acc[8][4];
+  std::uint32_t xa[4][4];
+  // X^T = V^T - (S K^T) diag(e^G); V^T pairs come from V[t][v] with ldmatrix.trans: matrix mat
+  // covers t +8 (mat / 2), v +8 (mat % 2), which is the A layout of the 16x16 block (v, t).
+  state_times_rows<kType>(acc, state, k, lane);
+  {
+    const Element* v_base = v + (row + 8 * (mat / 2)) * Cfg::kPitchD + 16 * warp + 8 * (mat % 2);
+#pragma unroll
+    for (int kb = 0; kb < 4; ++kb) {
+      std::uint32_t vt[4];
+      ldmatrix_x4_trans(vt, smem_address(v_base + 16 * kb * Cfg::kPitchD));
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int n = 2 * kb + i / 2, c = 2 * (i % 2);  // vt[i]: tile n, rows g (+8 for odd i)
+        const float2 vv = unpack_pair<kType>(vt[i]);
+        const int t = 8 * n + 2 * quad;
+        xa[kb][i] = pack_pair<kType>(vv.x - exp_g[t] * acc[n][c], vv.y - exp_g[t + 1] * acc[n][c + 1]);
+      }
+    }
+  }
+  // U^T = X^T T_g^T, kept as A fragments: plain (for O) and decayed to the chunk end (for S).
+  std::uint32_t ua[4][4], uda[4][4];
+  zero(acc);
+  times_lower_transposed<kType>(acc, xa, t_gated, lane);
+  pack_as_a<kType>(ua, acc, nullptr, quad);
+  pack_as_a<kType>(uda, acc, gates + FastGates::kDecayToEnd, quad);
+
+  // O^T = (S Q^T) diag(e^G) + U^T P^T, staged as O[t][v] in this warp's 16 columns of the
+  // output tile, then copied out row by row (32 bytes per row and warp).
+  state_times_rows<kType>(acc, state, q, lane);
+#pragma unroll
+  for (int n = 0; n < 8; ++n)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) acc[n][i] *= exp_g[8 * n + 2 * quad + i % 2];
+  times_lower_transposed<kType>(acc, ua, p_tile, lane);
+  Element* out_tile = reinterpret_cast<Element*>(smem + FastSmem::kOut);
+  __syncwarp();
+#pragma unroll
+  for (int n = 0; n < 8; ++n)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int t = 8 * n + 2 * quad + i % 2, col = 16 * warp + g + 8 * (i / 2);
+      out_tile[t * Cfg::kPitchD + col] = Op::round(out.scale * acc[n][i]);
+    }
+  __syncwarp();
+  for (int i = lane; i < 2 * Cfg::kChunk; i += 32) {
+    const int t = i / 2, col = 16 * warp + 8 * (i % 2);
+    if (t < out.len)
+      *reinterpret_cast<uint4*>(static_cast<Element*>(out.rows) + t * out.stride_token + col) =
+          *reinterpret_cast<const uint4*>(out_tile + t * Cfg::kPitchD + col);
+  }
+
+  // S = e^{G_63} S + U_d^T K: B = K[t][d] as [k][n] through ldmatrix.trans (matrix mat covers
+  // t +8 (mat % 2), d +8 (mat / 2)). Blocks of 16 padded tokens are skipped (their U is 0).
+  const float decay = exp_g[Cfg::kChunk - 1];
+#pragma unroll
+  for (int n = 0; n < kStateTiles; ++n)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) state[n][i] *= decay;
+  const Element* k_base = k + (row + 8 * (mat % 2)) * Cfg::kPitchD + 8 * (mat / 2);
+#pragma unroll
+  for (int kb = 0; kb < 4; ++kb) {
+    if (16 * kb < out.len) {
+#pragma unroll
+      for (int np = 0; np < 8; ++np) {
+        std::uint32_t b[4];
+        ldmatrix_x4_trans(b, smem_address(k_base + 16 * kb * Cfg::kPitchD + 16 * np));
+        mma_pair<kType>(state[2 * np], state[2 * np + 1], uda[kb], b);
+      }
+    }
+  }
+}
+
+}  // namespace fastinfer::gdn::kernels::fast

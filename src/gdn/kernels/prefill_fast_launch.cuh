@@ -1,0 +1,27 @@
+#pragma once
+// Definitions behind gdn/prefill_fast_launch.h; included by the instantiation files only.
+#include <cuda_runtime.h>
+
+#include "gdn/kernels/prefill_fast_sm90.cuh"
+#include "gdn/prefill_fast_launch.h"
+#include "runtime/cuda_check.h"
+
+namespace fastinfer::gdn {
+
+template <InputType kType>
+void prepare_prefill_fast() {
+  FASTINFER_CUDA_CHECK(cudaFuncSetAttribute(kernels::fast::gdn_prefill_fast_kernel<kType>,
+                                            cudaFuncAttributeMaxDynamicSharedMemorySize, kernels::fast::FastSmem::kBytes));
+}
+
+template <InputType kType>
+void launch_prefill_fast(const PrefillParams& params, int ctas, Stream stream) {
+  const std::int64_t items = static_cast<std::int64_t>(params.num_seqs) * params.num_state_heads;
+  if (items == 0 || params.total_tokens == 0) return;
+  const unsigned grid = static_cast<unsigned>(items < ctas ? items : ctas);
+  kernels::fast::gdn_prefill_fast_kernel<kType>
+      <<<grid, kernels::fast::FastConfig::kThreads, kernels::fast::FastSmem::kBytes, stream>>>(params);
+  FASTINFER_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace fastinfer::gdn

@@ -1,0 +1,60 @@
+#pragma once
+// Configuration and shared-memory layout of the warp-specialised GDN prefill kernel
+// (prefill_fast_sm90.cuh). Two stages of chunk inputs (q, k, v, the gated inverse T_g, the
+// masked P = (Q K^T) o Gamma and the gates) let the producer warpgroup prepare chunk c+1 while
+// the consumer warps run chunk c's state-dependent products.
+#include <cstdint>
+
+namespace fastinfer::gdn::kernels::fast {
+
+struct FastConfig {
+  static constexpr int kChunk = 64;
+  static constexpr int kDim = 128;
+  static constexpr int kConsumerWarps = 8;  // warp w owns state rows (V) 16w .. 16w+15
+  static constexpr int kProducerWarps = 4;  // one warpgroup: loads, gates, A0, P, T, T_g
+  static constexpr int kConsumerThreads = 32 * kConsumerWarps;
+  static constexpr int kProducerThreads = 32 * kProducerWarps;
+  static constexpr int kThreads = kConsumerThreads + kProducerThreads;
+  static constexpr int kStages = 2;
+  static constexpr int kPitchD = kDim + 8;    // 16-bit tiles with 128 columns (conflict-free ldmatrix)
+  static constexpr int kPitchC = kChunk + 8;  // 16-bit tiles with 64 columns
+  static constexpr int kPitchF = kChunk + 1;  // fp32 64x64 tiles of the triangular solve
+  static constexpr float kMinLogAlpha = -80.0f;  // must equal ref::kMinLogAlpha
+  static constexpr int kProducerBarrier = 1;     // named barrier id of the producer warpgroup
+  static constexpr int kProducerRegisters = 160;  // setmaxnreg budgets (multiples of 8)
+  static constexpr int kConsumerRegisters = 176;
+  static_assert(kProducerThreads * kProducerRegisters + kConsumerThreads * kConsumerRegisters <= 65536);
+};
+
+// Gates of one chunk (fp32, 64 each): G = cumsum log alpha, e^G, e^{G_63 - G} (the decay of
+// token t to the chunk end; padded tokens have alpha = 1 so G_63 is the last real token's G), beta.
+struct FastGates {
+  static constexpr int kG = 0, kExpG = 64, kDecayToEnd = 128, kBeta = 192, kFloats = 256;
+};
+
+struct FastSmem {
+  using Cfg = FastConfig;
+  static constexpr int kTileD = Cfg::kChunk * Cfg::kPitchD * 2;  // [64][136] 16-bit
+  static constexpr int kTileC = Cfg::kChunk * Cfg::kPitchC * 2;  // [64][72] 16-bit
+  static constexpr int kTileF = Cfg::kChunk * Cfg::kPitchF * 4;  // [64][65] fp32
+  // One stage.
+  static constexpr int kQ = 0;
+  static constexpr int kK = kQ + kTileD;
+  static constexpr int kV = kK + kTileD;
+  static constexpr int kTGated = kV + kTileD;  // T_g[t][j] = T[t][j] beta_j Gamma[t][j], j <= t
+  static constexpr int kP = kTGated + kTileC;  // P[t][j] = (q_t . k_j) Gamma[t][j], j <= t
+  static constexpr int kGates = kP + kTileC;
+  static constexpr int kStageBytes = kGates + FastGates::kFloats * 4;
+  // Producer-private solve tiles, the consumers' output staging tile, the stage barriers.
+  static constexpr int kA0 = Cfg::kStages * kStageBytes;
+  static constexpr int kInverse = kA0 + kTileF;
+  static constexpr int kScratch = kInverse + kTileF;  // one block row of partial sums: 16 x 48 fp32
+  static constexpr int kOut = kScratch + 16 * 48 * 4;
+  static constexpr int kBarriers = kOut + kTileD;  // full[kStages], empty[kStages]
+  static constexpr int kBytes = kBarriers + 2 * Cfg::kStages * 8;
+  static_assert(kBytes <= 227 * 1024, "exceeds the sm_90 shared memory per block");
+  static_assert(kStageBytes % 128 == 0 && kK % 16 == 0 && kTGated % 16 == 0 && kP % 16 == 0 && kOut % 16 == 0 &&
+                kBarriers % 8 == 0);
+};
+
+}  // namespace fastinfer::gdn::kernels::fast

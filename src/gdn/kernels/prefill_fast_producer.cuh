@@ -1,0 +1,245 @@
+#pragma once
+// The producer warpgroup of the warp-specialised GDN prefill kernel: everything of a chunk that
+// does not depend on the state. Per chunk, into one stage of shared memory:
+//   q, k, v tiles (cp.async, zero rows past the sequence end), optional L2 norm of q and k,
+//   gates (G = cumsum log alpha, e^G, e^{G_63 - G}, beta),
+//   A0 = strict_lower(diag(beta) K K^T) (fp32, private) and P = (Q K^T) o Gamma (lower incl. diag),
+//   T = (I + A0)^-1 (fp32, on chip) and T_g = (T diag(beta)) o Gamma.
+// Only the producer's 128 threads take part; they synchronise with named barrier 1.
+#include <cstdint>
+
+#include "gdn/kernels/prefill_fast_layout.cuh"
+#include "gdn/kernels/prefill_fast_primitives.cuh"
+#include "gdn/prefill_params.h"
+
+namespace fastinfer::gdn::kernels::fast {
+
+__device__ __forceinline__ void producer_sync() {
+  named_barrier_sync(FastConfig::kProducerBarrier, FastConfig::kProducerThreads);
+}
+
+struct ChunkSource {
+  const void* q;  // row 0 of the chunk in the head's q (k, v) rows
+  const void* k;
+  const void* v;
+  std::int64_t token0;  // packed index of the chunk's first token
+  int len;              // real tokens in the chunk (1 .. 64)
+  int head;             // state head (gate column)
+};
+
+// q, k, v rows [0, len) into the stage (16-byte cp.async), zero rows after; not waited for.
+template <class Element>
+__device__ __forceinline__ void issue_tile_loads(unsigned char* stage, const ChunkSource& src, const PrefillParams& p,
+                                                 int ptid) {
+  using Cfg = FastConfig;
+  constexpr int kVectorsPerTile = Cfg::kChunk * Cfg::kDim / 8;
+  const Element* bases[3] = {static_cast<const Element*>(src.q), static_cast<const Element*>(src.k),
+                             static_cast<const Element*>(src.v)};
+  const std::int64_t strides[3] = {p.q_stride_token, p.k_stride_token, p.v_stride_token};
+  const int offsets[3] = {FastSmem::kQ, FastSmem::kK, FastSmem::kV};
+#pragma unroll
+  for (int tile = 0; tile < 3; ++tile) {
+    Element* dst = reinterpret_cast<Element*>(stage + offsets[tile]);
+#pragma unroll 4
+    for (int i = ptid; i < kVectorsPerTile; i += Cfg::kProducerThreads) {
+      const int r = i / (Cfg::kDim / 8), c = i % (Cfg::kDim / 8);
+      const bool inside = r < src.len;
+      const Element* from = inside ? bases[tile] + r * strides[tile] + 8 * c : bases[tile];
+      cp_async_16(dst + r * Cfg::kPitchD + 8 * c, from, inside ? 16 : 0);
+    }
+  }
+  cp_async_commit();
+}
+
+// One warp: G[t] = sum_{s <= t} max(log alpha_s, kMinLogAlpha) and beta[t]; padded tokens get
+// alpha = 1, beta = 0 so they change nothing.
+__device__ __forceinline__ void load_gates(const PrefillParams& p, const ChunkSource& src, float* gates, int lane) {
+  float log_alpha[2], b[2];
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    const int t = 2 * lane + i;
+    log_alpha[i] = 0.0f;
+    b[i] = 0.0f;
+    if (t < src.len) {
+      const std::int64_t token = src.token0 + t;
+      if (p.alpha) log_alpha[i] = fmaxf(logf(p.alpha[token * p.alpha_stride_token + src.head]), FastConfig::kMinLogAlpha);
+      b[i] = p.beta ? p.beta[token * p.beta_stride_token + src.head] : 1.0f;
+    }
+  }
+  float prefix = log_alpha[0] + log_alpha[1];
+#pragma unroll
+  for (int offset = 1; offset < 32; offset *= 2) {
+    const float other = __shfl_up_sync(0xffffffffu, prefix, offset);
+    if (lane >= offset) prefix += other;
+  }
+  gates[FastGates::kG + 2 * lane] = prefix - log_alpha[1];
+  gates[FastGates::kG + 2 * lane + 1] = prefix;
+  gates[FastGates::kBeta + 2 * lane] = b[0];
+  gates[FastGates::kBeta + 2 * lane + 1] = b[1];
+}
+
+// x <- x * rsqrt(sum x^2 + 1e-6) per row (one warp per row), rounded back to the operand type.
+template <InputType kType>
+__device__ __forceinline__ void l2_normalise_rows(typename Operand<kType>::Element* tile, int len, int pwarp, int lane) {
+  using Cfg = FastConfig;
+  using Op = Operand<kType>;
+  for (int r = pwarp; r < len; r += Cfg::kProducerWarps) {
+    auto* row = tile + r * Cfg::kPitchD + 4 * lane;
+    float x[4], sum = 0.0f;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) x[i] = Op::to_float(row[i]), sum += x[i] * x[i];
+#pragma unroll
+    for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, offset);
+    const float inv = rsqrtf(sum + 1e-6f);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) row[i] = Op::round(x[i] * inv);
+  }
+}
+
+// acc[16 rows][64 cols] = rows 16 pwarp .. +15 of `a` times K^T; tiles right of the diagonal
+// block are skipped (never read).
+template <InputType kType, class Element>
+__device__ __forceinline__ void rows_times_k(float (&acc)[8][4], const Element* a, const Element* k, int pwarp, int lane) {
+  using Cfg = FastConfig;
+  const int mat = lane / 8, row = lane % 8;
+  // A (row-major, non-transposed): matrix mat covers rows +8 (mat % 2), cols +8 (mat / 2).
+  const Element* a_base = a + (16 * pwarp + row + 8 * (mat % 2)) * Cfg::kPitchD + 8 * (mat / 2);
+  // B (rows j of K as [n][k]): matrix mat covers n +8 (mat / 2), k +8 (mat % 2).
+  const Element* b_base = k + (row + 8 * (mat / 2)) * Cfg::kPitchD + 8 * (mat % 2);
+  zero(acc);
+#pragma unroll
+  for (int kb = 0; kb < Cfg::kDim / 16; ++kb) {
+    std::uint32_t fa[4];
+    ldmatrix_x4(fa, smem_address(a_base + 16 * kb));
+#pragma unroll
+    for (int np = 0; np < 4; ++np) {
+      if (np <= pwarp) {
+        std::uint32_t b[4];
+        ldmatrix_x4(b, smem_address(b_base + 16 * np * Cfg::kPitchD + 16 * kb));
+        mma_pair<kType>(acc[2 * np], acc[2 * np + 1], fa, b);
+      }
+    }
+  }
+}
+
+// Warp pwarp writes rows 16 pwarp .. +15 of A0 (fp32, strictly lower, scaled by beta_t) and of
+// P (rounded, lower including the diagonal; zero above it inside the diagonal block).
+template <InputType kType>
+__device__ __forceinline__ void compute_a0_and_p(unsigned char* stage, float* a0, int pwarp, int lane) {
+  using Cfg = FastConfig;
+  using Op = Operand<kType>;
+  using Element = typename Op::Element;
+  const Element* q = reinterpret_cast<const Element*>(stage + FastSmem::kQ);
+  const Element* k = reinterpret_cast<const Element*>(stage + FastSmem::kK);
+  Element* p_tile = reinterpret_cast<Element*>(stage + FastSmem::kP);
+  const float* gates = reinterpret_cast<const float*>(stage + FastSmem::kGates);
+  const int g = lane / 4, quad = lane % 4;
+  float acc[8][4];
+  rows_times_k<kType>(acc, k, k, pwarp, lane);
+#pragma unroll
+  for (int n = 0; n < 8; ++n)
+    if (n / 2 <= pwarp) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int t = 16 * pwarp + g + 8 * (i / 2), j = 8 * n + 2 * quad + i % 2;
+        a0[t * Cfg::kPitchF + j] = j < t ? gates[FastGates::kBeta + t] * acc[n][i] : 0.0f;
+      }
+    }
+  rows_times_k<kType>(acc, q, k, pwarp, lane);
+#pragma unroll
+  for (int n = 0; n < 8; ++n)
+    if (n / 2 <= pwarp) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int t = 16 * pwarp + g + 8 * (i / 2), j = 8 * n + 2 * quad + i % 2;
+        const float gamma = __expf(gates[FastGates::kG + t] - gates[FastGates::kG + j]);
+        p_tile[t * Cfg::kPitchC + j] = Op::round(j <= t ? acc[n][i] * gamma : 0.0f);
+      }
+    }
+}
+
+// (I + A)^-1 of the strictly lower 64x64 fp32 tile `a` by the producer's 128 threads: the four
+// 16x16 diagonal blocks by forward substitution (one column per thread), then the block rows
+// below by block forward substitution X[bi][bj] = -X[bi][bi] sum_{bk=bj}^{bi-1} A[bi][bk] X[bk][bj].
+// Only the lower blocks of `inverse` are written. Ends with a producer barrier.
+__device__ __forceinline__ void invert_unit_lower(const float* a, float* inverse, float* scratch, int ptid) {
+  constexpr int kSize = 64, kBlock = 16, kPitch = FastConfig::kPitchF, kThreads = FastConfig::kProducerThreads;
+  if (ptid < kSize) {
+    const int b = ptid / kBlock, c = ptid % kBlock;
+    const float* a_bb = a + kBlock * b * (kPitch + 1);
+    float* inv_bb = inverse + kBlock * b * (kPitch + 1);
+    float x[kBlock];
+#pragma unroll
+    for (int i = 0; i < kBlock; ++i) {
+      float s = i == c ? 1.0f : 0.0f;  // x[j] == 0 for j < c, so the sum needs no guard
+#pragma unroll
+      for (int j = 0; j < i; ++j) s -= a_bb[i * kPitch + j] * x[j];
+      x[i] = s;
+      inv_bb[i * kPitch + c] = s;
+    }
+  }
+  producer_sync();
+  for (int bi = 1; bi < kSize / kBlock; ++bi) {
+    const int count = bi * kBlock * kBlock;
+    for (int e = ptid; e < count; e += kThreads) {
+      const int bj = e / (kBlock * kBlock), r = e / kBlock % kBlock, c = e % kBlock;
+      const float* a_row = a + (kBlock * bi + r) * kPitch;
+      float s = 0.0f;
+      for (int kk = kBlock * bj; kk < kBlock * bi; ++kk) s += a_row[kk] * inverse[kk * kPitch + kBlock * bj + c];
+      scratch[r * 3 * kBlock + kBlock * bj + c] = s;
+    }
+    producer_sync();
+    for (int e = ptid; e < count; e += kThreads) {
+      const int bj = e / (kBlock * kBlock), r = e / kBlock % kBlock, c = e % kBlock;
+      const float* d_row = inverse + (kBlock * bi + r) * kPitch + kBlock * bi;
+      float s = 0.0f;
+      for (int m = 0; m <= r; ++m) s -= d_row[m] * scratch[m * 3 * kBlock + kBlock * bj + c];
+      inverse[(kBlock * bi + r) * kPitch + kBlock * bj + c] = s;
+    }
+    producer_sync();
+  }
+}
+
+// One chunk into `stage`: returns after the stage is complete for this thread (the caller
+// arrives on the stage's full barrier).
+template <InputType kType>
+__device__ __forceinline__ void produce_chunk(const PrefillParams& p, const ChunkSource& src, unsigned char* stage,
+                                              unsigned char* smem, int ptid) {
+  using Cfg = FastConfig;
+  using Op = Operand<kType>;
+  using Element = typename Op::Element;
+  const int pwarp = ptid / 32, lane = ptid % 32;
+  float* gates = reinterpret_cast<float*>(stage + FastSmem::kGates);
+  float* a0 = reinterpret_cast<float*>(smem + FastSmem::kA0);
+  float* inverse = reinterpret_cast<float*>(smem + FastSmem::kInverse);
+  float* scratch = reinterpret_cast<float*>(smem + FastSmem::kScratch);
+
+  issue_tile_loads<Element>(stage, src, p, ptid);
+  if (pwarp == 0) load_gates(p, src, gates, lane);
+  cp_async_wait_all();
+  producer_sync();
+  if (p.use_qk_l2norm) {
+    l2_normalise_rows<kType>(reinterpret_cast<Element*>(stage + FastSmem::kQ), src.len, pwarp, lane);
+    l2_normalise_rows<kType>(reinterpret_cast<Element*>(stage + FastSmem::kK), src.len, pwarp, lane);
+    producer_sync();
+  }
+  if (ptid < Cfg::kChunk) {
+    const float g = gates[FastGates::kG + ptid];
+    gates[FastGates::kExpG + ptid] = __expf(g);
+    gates[FastGates::kDecayToEnd + ptid] = __expf(gates[FastGates::kG + Cfg::kChunk - 1] - g);
+  }
+  compute_a0_and_p<kType>(stage, a0, pwarp, lane);
+  producer_sync();
+  invert_unit_lower(a0, inverse, scratch, ptid);
+  Element* t_gated = reinterpret_cast<Element*>(stage + FastSmem::kTGated);
+  for (int i = ptid; i < Cfg::kChunk * Cfg::kChunk; i += Cfg::kProducerThreads) {
+    const int t = i / Cfg::kChunk, j = i % Cfg::kChunk;
+    float value = 0.0f;
+    if (j <= t)
+      value = inverse[t * Cfg::kPitchF + j] * gates[FastGates::kBeta + j] *
+              __expf(gates[FastGates::kG + t] - gates[FastGates::kG + j]);
+    t_gated[t * Cfg::kPitchC + j] = Op::round(value);
+  }
+}
+
+}  // namespace fastinfer::gdn::kernels::fast

@@ -1,0 +1,2 @@
+# Tests of the warp-specialised GDN prefill kernel (GPU, vs the fp64 oracle).
+fastinfer_add_test(gdn_prefill_fast_gpu_tests GPU SOURCES ${CMAKE_CURRENT_LIST_DIR}/prefill_fast_gpu_test.cu)
