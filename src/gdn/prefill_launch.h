@@ -15,7 +15,8 @@ std::size_t prefill_chunked_smem_bytes();
 template <InputType kType>
 void prepare_prefill_chunked();
 
-// Grid (N, Hsab), one CTA per (sequence, state head); asynchronous on `stream`.
+// Grid (N, Hsab), one CTA per (sequence, state head), or (S, Hsab) with the segment hooks;
+// asynchronous on `stream`.
 template <InputType kType>
 void launch_prefill_chunked(const PrefillParams& params, Stream stream);
 

@@ -51,21 +51,28 @@ struct PrefillParams {
   const void* checkpoint_starts = nullptr;
   int checkpoint_every = 0;
 
-  // Hooks for the context-parallel pipeline (issue 6), not set by gdn::prefill (all nullptr):
-  // - segment_offsets [S + 1] (same dtype as cu_seqlens) and segment_sequence [S] int32 split
-  //   sequences into segments, one CTA row each: a segment starting inside its sequence reads its
-  //   initial state from segment_states (fp32 [S, Hsab, 128, 128], packed), only the segment
-  //   ending its sequence writes output_state, and checkpoint positions count from the start of
-  //   the sequence. Segment boundaries must be multiples of 64 tokens from the sequence start.
-  // - chunk_inverse: precomputed gate-free T = (I + strict_lower(beta K K^T))^-1 (without the
-  //   diag(beta) factor), fp32 [chunks, Hsab, 64, 64], chunk c of a segment at row
-  //   chunk_inverse_first[s] + c. The kernel currently computes T itself and rejects these.
+  // Segments, for the context-parallel pipeline (issue 6, docs/GDN_CP.md); gdn::prefill's own path
+  // leaves them null. segment_offsets [S + 1] (dtype of cu_seqlens) and segment_sequence [S] int32
+  // cut the sequences into segments, one CTA row each (grid (S, Hsab)): segment s covers tokens
+  // [segment_offsets[s], segment_offsets[s + 1]) of sequence segment_sequence[s]; an empty segment
+  // does nothing. Every segment starts from segment_states[s] (fp32 [S, Hsab, 128, 128], packed),
+  // the state entering it, and never reads initial_state (the CP fix-up has read it), so
+  // output_state may alias initial_state although segments run concurrently. Only the segment
+  // that ends its sequence (segment_offsets[s + 1] == cu_seqlens[n + 1]) writes output_state;
+  // checkpoint positions count from the sequence start. Segment boundaries must be multiples of
+  // 64 tokens from the sequence start (checkpoints and chunks then line up with the non-CP path).
+  // chunk_inverse (precomputed gate-free Tinv, fp32 [blocks, Hsab, 64, 64], chunk c of segment s
+  // at row chunk_inverse_first[s] + c) is reserved: the kernels compute T themselves and
+  // PrefillRunner::can_implement rejects it.
   const void* segment_offsets = nullptr;
   const std::int32_t* segment_sequence = nullptr;
   int num_segments = 0;
   const float* segment_states = nullptr;
   const float* chunk_inverse = nullptr;
   const std::int64_t* chunk_inverse_first = nullptr;
+  // Launch as a programmatic dependent launch (the kernel waits on griddepcontrol.wait before it
+  // reads anything): the CP pipeline overlaps stage 4's launch with the fix-up's tail.
+  bool programmatic_launch = false;
 };
 
 // Input dtype of q/k/v/output: the one template parameter of the kernel.

@@ -32,12 +32,15 @@ PrefillRunner::PrefillRunner(const PrefillRunnerKey& key) : key_(key) {
 }
 
 bool PrefillRunner::can_implement(const PrefillParams& p) {
-  return p.segment_offsets == nullptr && p.segment_sequence == nullptr && p.segment_states == nullptr &&
-         p.chunk_inverse == nullptr && p.num_state_heads > 0 && p.num_seqs >= 0;
+  const bool segments_complete = p.segment_offsets == nullptr
+                                     ? p.segment_sequence == nullptr && p.segment_states == nullptr
+                                     : p.segment_sequence != nullptr && p.segment_states != nullptr && p.num_segments >= 0;
+  return segments_complete && p.chunk_inverse == nullptr && p.num_state_heads > 0 && p.num_seqs >= 0;
 }
 
 void PrefillRunner::run(const PrefillParams& params, Stream stream) const {
-  if (params.num_seqs == 0 || params.total_tokens == 0) return;
+  const int rows = params.segment_offsets != nullptr ? params.num_segments : params.num_seqs;
+  if (rows == 0 || params.total_tokens == 0) return;
   DeviceGuard guard(key_.device);
   launch_(params, stream);
 }

@@ -25,7 +25,7 @@ class PrefillRunner {
  public:
   explicit PrefillRunner(const PrefillRunnerKey& key);
 
-  // Whether the kernel supports these params (the context-parallel hooks are not wired yet).
+  // Whether the kernel supports these params: segment hooks complete or absent, no chunk_inverse.
   static bool can_implement(const PrefillParams& params);
   // No scratch: the chunked kernel keeps everything on chip.
   static constexpr std::size_t workspace_size(const PrefillParams&) { return 0; }
@@ -39,5 +39,11 @@ class PrefillRunner {
 
 // The cached runner of `key` (built on first use).
 std::shared_ptr<const PrefillRunner> prefill_runner(const PrefillRunnerKey& key);
+
+// The kernel params of validated arguments (defined in prefill.cpp; the CP pipeline adds its
+// segment hooks to them).
+struct PrefillShape;
+struct PrefillArgs;
+PrefillParams make_prefill_params(const PrefillArgs& args, const PrefillShape& shape);
 
 }  // namespace fastinfer::gdn

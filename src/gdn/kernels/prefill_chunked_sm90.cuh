@@ -148,8 +148,42 @@ __device__ __forceinline__ void warp_gemm_partial(float (&acc)[kTilesN][4], cons
   }
 }
 
+// What one CTA row walks: a whole sequence (blockIdx.x = sequence), or with the CP segment hooks
+// one segment of sequence `seq` (blockIdx.x = segment); seq_begin is where checkpoints count from.
+struct SegmentSpan {
+  int seq;
+  std::int64_t begin, end, seq_begin;
+  bool ends_sequence;
+};
+
+__device__ __forceinline__ SegmentSpan segment_span(const PrefillParams& p, int row) {
+  SegmentSpan span;
+  if (p.segment_offsets == nullptr) {
+    span.seq = row;
+    span.begin = span.seq_begin = read_offset(p.cu_seqlens, p.offsets_are_int64, row);
+    span.end = read_offset(p.cu_seqlens, p.offsets_are_int64, row + 1);
+    span.ends_sequence = true;
+    return span;
+  }
+  span.seq = p.segment_sequence[row];
+  span.begin = read_offset(p.segment_offsets, p.offsets_are_int64, row);
+  span.end = read_offset(p.segment_offsets, p.offsets_are_int64, row + 1);
+  span.seq_begin = span.begin;
+  span.ends_sequence = false;
+  if (span.seq < 0 || span.seq >= p.num_seqs) {  // not a sequence: empty
+    span.end = span.begin;
+    return span;
+  }
+  span.seq_begin = read_offset(p.cu_seqlens, p.offsets_are_int64, span.seq);
+  span.ends_sequence = span.end == read_offset(p.cu_seqlens, p.offsets_are_int64, span.seq + 1);
+  return span;
+}
+
 template <InputType kType>
 __global__ void __launch_bounds__(ChunkedConfig::kThreads, 1) gdn_prefill_chunked_kernel(const PrefillParams p) {
+  // A programmatic dependent launch (CP stage 4) starts before the fix-up that writes its inputs
+  // has finished; this waits for it (a no-op for an ordinary launch).
+  asm volatile("griddepcontrol.wait;" ::: "memory");
   using Cfg = ChunkedConfig;
   using Op = Operand<kType>;
   using Element = typename Op::Element;
@@ -176,13 +210,15 @@ __global__ void __launch_bounds__(ChunkedConfig::kThreads, 1) gdn_prefill_chunke
   float* g = reinterpret_cast<float*>(smem + ChunkedSmem::kG);
   float* beta = reinterpret_cast<float*>(smem + ChunkedSmem::kBeta);
 
-  const int seq = blockIdx.x, head = blockIdx.y;
+  const int head = blockIdx.y;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const LaneCoords lc;
   const int m = warp % 4;  // the 16-row block of the chunk this warp works on in steps 2, 4, 5
 
-  const std::int64_t bos = read_offset(p.cu_seqlens, p.offsets_are_int64, seq);
-  const std::int64_t eos = read_offset(p.cu_seqlens, p.offsets_are_int64, seq + 1);
+  // The tokens [bos, eos) this CTA walks: its sequence, or one segment of it (CP stage 4).
+  const SegmentSpan span = segment_span(p, blockIdx.x);
+  const int seq = span.seq;
+  const std::int64_t bos = span.begin, eos = span.end;
   if (bos < 0 || eos <= bos || eos > p.total_tokens) return;  // empty (or invalid): touch nothing
   const std::int64_t slot = p.state_indices ? p.state_indices[seq] : seq;
   const Element* q_head = static_cast<const Element*>(p.q) + head * p.num_q_heads / p.num_state_heads * p.q_stride_head;
@@ -191,7 +227,9 @@ __global__ void __launch_bounds__(ChunkedConfig::kThreads, 1) gdn_prefill_chunke
   Element* out_head = static_cast<Element*>(p.output) + head * p.out_stride_head;
 
   StateFragment state;
-  if (p.initial_state.data != nullptr && slot >= 0 && slot < p.initial_state.num_slots) {
+  if (p.segment_offsets != nullptr) {
+    load_segment_state(state, p.segment_states, blockIdx.x, head, p.num_state_heads, warp, lc);
+  } else if (p.initial_state.data != nullptr && slot >= 0 && slot < p.initial_state.num_slots) {
     load_state(state, p.initial_state, slot, head, warp, lc);
   } else {
     zero(state);
@@ -323,7 +361,7 @@ __global__ void __launch_bounds__(ChunkedConfig::kThreads, 1) gdn_prefill_chunke
       warp_gemm<kType, kStateTiles>(state, u_decayed_t, kPC, 16 * warp, k_t, kPC, 0, k_end, lc);
       warp_gemm<kType, kStateTiles>(state, u_decayed_lo_t, kPC, 16 * warp, k_t, kPC, 0, k_end, lc);
     }
-    const std::int64_t done = token0 + len - bos;
+    const std::int64_t done = token0 + len - span.seq_begin;  // checkpoints count from the sequence start
     if (p.checkpoint_every > 0 && done % p.checkpoint_every == 0) {
       const std::int64_t first = read_offset(p.checkpoint_starts, p.offsets_are_int64, seq);
       const std::int64_t end = read_offset(p.checkpoint_starts, p.offsets_are_int64, seq + 1);
@@ -334,7 +372,7 @@ __global__ void __launch_bounds__(ChunkedConfig::kThreads, 1) gdn_prefill_chunke
     store_state_operand<kType>(state, state_tile, kPD, warp, lc);
     __syncthreads();
   }
-  if (p.output_state.data != nullptr && slot >= 0 && slot < p.output_state.num_slots)
+  if (span.ends_sequence && p.output_state.data != nullptr && slot >= 0 && slot < p.output_state.num_slots)
     store_state(state, p.output_state, slot, head, warp, lc);
 }
 

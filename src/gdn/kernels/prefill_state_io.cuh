@@ -66,6 +66,20 @@ __device__ __forceinline__ void store_state(const StateFragment& state, const St
                        state[n][2 * half], state[n][2 * half + 1]);
 }
 
+// CP stage 4: the fp32 state entering segment `segment` from the packed [S, Hsab, 128, 128] table.
+__device__ __forceinline__ void load_segment_state(StateFragment& state, const float* states, std::int64_t segment,
+                                                   int head, int num_heads, int warp, LaneCoords lc) {
+  const float* base = states + (segment * num_heads + head) * 128 * 128;
+#pragma unroll
+  for (int n = 0; n < kStateTiles; ++n)
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const float2 v = *reinterpret_cast<const float2*>(base + (16 * warp + lc.group + 8 * half) * 128 + 8 * n + 2 * lc.quad);
+      state[n][2 * half] = v.x;
+      state[n][2 * half + 1] = v.y;
+    }
+}
+
 // The state rounded to the operand type into shared memory [V][pitch] (the B operand of K S^T).
 template <InputType kType>
 __device__ __forceinline__ void store_state_operand(const StateFragment& state, typename Operand<kType>::Element* tile,
