@@ -18,6 +18,14 @@ namespace fastinfer::gdn {
 
 inline constexpr int kHeadDim = 128;
 
+// Whether the context-parallel (CP) pipeline runs (docs/GDN_CP.md): it cuts long sequences into
+// chunks so that few (sequence, head) pairs still fill the GPU. Same results up to rounding.
+enum class UseCp : std::uint8_t {
+  kAuto,  // CP when it is faster on this GPU (the measured rule in docs/GDN_CP.md)
+  kOn,    // always CP; an error for arguments it does not support (CPU tensors, > 65535 sequences)
+  kOff,   // never CP
+};
+
 struct PrefillArgs {
   // Packed tokens of all sequences: q [T, Hq, 128], k [T, Hk, 128], v [T, Hv, 128]; bfloat16 or
   // float16, one dtype for all three; last dimension contiguous (row strides are free).
@@ -54,6 +62,13 @@ struct PrefillArgs {
   int checkpoint_every_n_tokens = 0;
   std::optional<TensorView> state_checkpoints;
   std::optional<TensorView> checkpoint_cu_starts;
+
+  UseCp use_cp = UseCp::kAuto;
+  // Optional host-side hint: the longest sequence of the call (serving frameworks know the
+  // lengths on the host). 0 = unknown: the total token count T is the bound, which sizes the CP
+  // chunks, grids and workspace as if one sequence held every token. It sizes the CP plan only:
+  // a sequence longer than the hint is still computed exactly, its tail more slowly.
+  std::int64_t max_seqlen = 0;
 };
 
 // Runs the prefill. All tensors on the CPU: the CPU reference (src/ref) runs. All on one CUDA

@@ -19,7 +19,7 @@ void register_prefill_bindings(nb::module_& m) {
          const std::optional<Array>& initial_state, const std::optional<Array>& output_state,
          const std::optional<Array>& state_indices, int checkpoint_every_n_tokens,
          const std::optional<Array>& state_checkpoints, const std::optional<Array>& checkpoint_cu_starts,
-         std::uintptr_t stream) {
+         std::uintptr_t stream, std::optional<bool> use_cp, std::int64_t max_seqlen) {
         gdn::PrefillArgs args;
         args.q = to_view(q);
         args.k = to_view(k);
@@ -36,13 +36,17 @@ void register_prefill_bindings(nb::module_& m) {
         args.checkpoint_every_n_tokens = checkpoint_every_n_tokens;
         args.state_checkpoints = to_optional_view(state_checkpoints);
         args.checkpoint_cu_starts = to_optional_view(checkpoint_cu_starts);
+        // use_cp: None = Auto, True = On, False = Off; max_seqlen: host-side hint, 0 = unknown.
+        args.use_cp = !use_cp ? gdn::UseCp::kAuto : *use_cp ? gdn::UseCp::kOn : gdn::UseCp::kOff;
+        args.max_seqlen = max_seqlen;
         nb::gil_scoped_release release;
         gdn::prefill(args, to_stream(stream));
       },
       nb::arg("q"), nb::arg("k"), nb::arg("v"), nb::arg("cu_seqlens"), nb::arg("output"), nb::arg("alpha").none(),
       nb::arg("beta").none(), nb::arg("scale"), nb::arg("use_qk_l2norm"), nb::arg("initial_state").none(),
       nb::arg("output_state").none(), nb::arg("state_indices").none(), nb::arg("checkpoint_every_n_tokens"),
-      nb::arg("state_checkpoints").none(), nb::arg("checkpoint_cu_starts").none(), nb::arg("stream"));
+      nb::arg("state_checkpoints").none(), nb::arg("checkpoint_cu_starts").none(), nb::arg("stream"),
+      nb::arg("use_cp").none() = nb::none(), nb::arg("max_seqlen") = 0);
 }
 
 }  // namespace fastinfer::python

@@ -8,6 +8,7 @@
 #include "runtime/workspace_carver.h"
 #include "runtime/workspace_pool.h"
 #include "gdn/cp_launch.h"
+#include "gdn/prefill_runner.h"
 
 namespace fastinfer::gdn::detail {
 namespace {
@@ -46,7 +47,8 @@ CpStateType state_type(DType t) {
   return t == DType::kBFloat16 ? CpStateType::kBFloat16 : t == DType::kFloat16 ? CpStateType::kFloat16 : CpStateType::kFloat32;
 }
 
-// The CP-specific constraints on top of gdn::prefill's validation (which has run already).
+// The CP-specific constraints for callers of run_cp_stages, which bypass gdn::prefill (tests,
+// benchmarks). gdn::prefill's validation implies the k/v layout rules (16-byte rows).
 void validate_cp(const PrefillArgs& a, const ExecContext& ctx) {
   check::require(ctx.device.is_cuda(), kOp, "q", "be on a CUDA device", to_string(ctx.device));
   for (const auto& [name, t] : {std::pair<const char*, const TensorView*>{"k", &a.k}, {"v", &a.v}}) {
@@ -55,7 +57,7 @@ void validate_cp(const PrefillArgs& a, const ExecContext& ctx) {
                    "token stride " + std::to_string(t->stride(0)));
     check::require(t->stride(2) == 1, kOp, name, "have a contiguous last dimension", "stride " + std::to_string(t->stride(2)));
   }
-  check::require(a.cu_seqlens.size(0) - 1 <= 65535, kOp, "cu_seqlens", "describe at most 65535 sequences",
+  check::require(a.cu_seqlens.size(0) - 1 <= kCpMaxSequences, kOp, "cu_seqlens", "describe at most 65535 sequences",
                  std::to_string(a.cu_seqlens.size(0) - 1));
 }
 
@@ -64,10 +66,9 @@ void (*const kInverse[2])(const CpStageParams&, cudaStream_t) = {launch_cp_block
 void (*const kMaps[2])(const CpStageParams&, cudaStream_t) = {launch_cp_chunk_maps<CpInputType::kBFloat16>,
                                                               launch_cp_chunk_maps<CpInputType::kFloat16>};
 
-}  // namespace
 
-CpStageView run_cp_stages(const PrefillArgs& a, const ExecContext& ctx, const CpOptions& options, float* final_states) {
-  validate_cp(a, ctx);
+// Stages 1-3 for validated arguments.
+CpStageView launch_stages(const PrefillArgs& a, const ExecContext& ctx, const CpOptions& options, float* final_states) {
   const int device = ctx.device.index;
   const DeviceInfo& info = device_info(device);
   const std::int64_t n_seqs = a.cu_seqlens.size(0) - 1;
@@ -99,6 +100,7 @@ CpStageView run_cp_stages(const PrefillArgs& a, const ExecContext& ctx, const Cp
     p.initial_state = a.initial_state->data;
     p.initial_state_type = state_type(a.initial_state->dtype);
     p.initial_state_slot_stride = a.initial_state->stride(0);
+    p.initial_state_num_slots = a.initial_state->size(0);
   }
   if (a.state_indices) p.state_indices = static_cast<const std::int32_t*>(a.state_indices->data);
   p.chunk_len = static_cast<int>(plan.chunk_len);
@@ -115,18 +117,33 @@ CpStageView run_cp_stages(const PrefillArgs& a, const ExecContext& ctx, const Cp
 
   const int input = a.k.dtype == DType::kFloat16 ? 1 : 0;
   kInverse[input](p, ctx.stream);
-  kMaps[input](p, ctx.stream);
-  launch_cp_fixup(p, ctx.stream);
-  return {plan, w.block_inverse, w.map_m, w.map_b, w.chunk_states};
+  if (options.last_stage >= 2) kMaps[input](p, ctx.stream);
+  if (options.last_stage >= 3) launch_cp_fixup(p, ctx.stream);
+  return {plan, w.block_inverse, w.map_m, w.map_b, w.chunk_states, w.segment_offsets, w.segment_sequence};
 }
 
-void prefill_cp(const PrefillArgs& a, const ExecContext& ctx, const CpOptions& options) {
+}  // namespace
+
+CpStageView run_cp_stages(const PrefillArgs& a, const ExecContext& ctx, const CpOptions& options, float* final_states) {
   validate_cp(a, ctx);
-  // Stage 4 runs prefill's kernel with PrefillParams{segment_offsets, segment_sequence,
-  // segment_states = chunk_states}; that kernel does not implement the hooks yet.
-  check::fail(kOp, "use_cp", "be Off until the prefill kernel implements its segment hooks (stage 4)",
-              "On", Error::Kind::kRuntime);
-  (void)options;
+  return launch_stages(a, ctx, options, final_states);
+}
+
+void prefill_cp(const PrefillArgs& a, const PrefillShape& shape, const ExecContext& ctx, const CpOptions& options) {
+  CpOptions all_stages = options;
+  all_stages.last_stage = 3;
+  const CpStageView stages = launch_stages(a, ctx, all_stages, nullptr);
+  // Stage 4: the prefill kernel with one CTA row per CP chunk, each starting from its fixed-up
+  // state (chunk_states; chunk 0's entry is the initial state, so no segment reads initial_state
+  // and in-place output_state is safe).
+  PrefillParams p = make_prefill_params(a, shape);
+  p.segment_offsets = stages.segment_offsets;
+  p.segment_sequence = stages.segment_sequence;
+  p.num_segments = static_cast<int>(stages.plan.segments());
+  p.segment_states = stages.chunk_states;
+  p.programmatic_launch = options.programmatic_launch;
+  const PrefillRunnerKey key{ctx.device.index, a.q.dtype == DType::kBFloat16 ? InputType::kBFloat16 : InputType::kFloat16};
+  prefill_runner(key)->run(p, ctx.stream);
 }
 
 }  // namespace fastinfer::gdn::detail

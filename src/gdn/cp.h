@@ -1,6 +1,6 @@
 #pragma once
 // The GDN context-parallel (CP) prefill pipeline (issue 6), internal entry points. The public
-// gdn::prefill decides (use_cp = Auto/On/Off, wired by the lead) and calls prefill_cp.
+// gdn::prefill decides (PrefillArgs::use_cp = Auto/On/Off) and calls prefill_cp.
 //
 //   stage 1  block inverses   Tinv per 64-token block and head        (cp_block_inverse_sm90.cuh)
 //   stage 2  chunk maps       (M, B) per CP chunk and head            (cp_chunk_maps_sm90.cuh)
@@ -14,6 +14,7 @@
 #include "fastinfer/context.h"
 #include "fastinfer/gdn_prefill.h"
 #include "gdn/cp_plan.h"
+#include "gdn/prefill_validate.h"
 
 namespace fastinfer::gdn::detail {
 
@@ -23,7 +24,8 @@ struct CpOptions {
   // it oversizes the grids and the workspace N-fold).
   std::int64_t max_seqlen = 0;
   std::int64_t chunk_len = 0;  // 0 = the chunk rule of make_cp_plan
-  bool programmatic_launch = true;  // PDL between stages 1 -> 2 -> 3
+  bool programmatic_launch = true;  // PDL between stages 1 -> 2 -> 3 -> 4
+  int last_stage = 3;  // run_cp_stages stops after this stage (1-3; benchmarks time the stages)
 };
 
 // What stages 1-3 produced, for tests and benchmarks. The pointers point into the call's
@@ -34,6 +36,8 @@ struct CpStageView {
   const float* map_m = nullptr;          // [N * chunks_per_seq, Hsab, 128, 128]
   const float* map_b = nullptr;
   const float* chunk_states = nullptr;
+  const void* segment_offsets = nullptr;  // [segments + 1], dtype of cu_seqlens (stage 4's table)
+  const std::int32_t* segment_sequence = nullptr;
 };
 
 // Runs stages 1-3 for validated CUDA arguments. With final_states (device fp32
@@ -42,9 +46,10 @@ struct CpStageView {
 CpStageView run_cp_stages(const PrefillArgs& args, const ExecContext& ctx, const CpOptions& options = {},
                           float* final_states = nullptr);
 
-// The whole CP prefill. Stage 4 needs the prefill kernel's segment hooks (PrefillParams::
-// segment_offsets / segment_sequence / segment_states); until that kernel implements them this
-// throws fastinfer::Error after validation, before anything is written (docs/GDN_CP.md).
-void prefill_cp(const PrefillArgs& args, const ExecContext& ctx, const CpOptions& options = {});
+// The whole CP prefill for arguments gdn::prefill has validated (validate_prefill and, for CP,
+// validate_prefill_cp): stages 1-3, then stage 4 = the prefill kernel over the CP chunks as
+// segments (PrefillParams::segment_*), all on ctx's device and stream.
+void prefill_cp(const PrefillArgs& args, const PrefillShape& shape, const ExecContext& ctx,
+                const CpOptions& options = {});
 
 }  // namespace fastinfer::gdn::detail

@@ -27,6 +27,7 @@ struct CpStageParams {
   const void* initial_state = nullptr;
   CpStateType initial_state_type = CpStateType::kFloat32;
   std::int64_t initial_state_slot_stride = 0;
+  std::int64_t initial_state_num_slots = 0;  // slots at or past it read as zero, like negative ones
   const std::int32_t* state_indices = nullptr;
 
   // Layout (see CpPlan): block b of sequence n is row n * blocks_per_seq + b, chunk c is row

@@ -6,6 +6,7 @@
 namespace fastinfer::gdn::detail {
 
 inline constexpr int kCpBlockLen = 64;  // the prefill kernel's chunk; CP chunks are multiples of it
+inline constexpr std::int64_t kCpMaxSequences = 65535;  // stages 1-3 run one sequence per grid z index
 
 struct CpPlan {
   std::int64_t num_seqs = 0;

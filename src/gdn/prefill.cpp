@@ -1,7 +1,12 @@
-// gdn::prefill: validate -> resolve {device, stream} once -> CPU reference or cached runner.
+// gdn::prefill: validate -> resolve {device, stream} once -> CPU reference, the context-parallel
+// pipeline (long sequences, few heads) or the cached runner.
+#include <algorithm>
 #include <cmath>
 
+#include "fastinfer/device.h"
 #include "fastinfer/gdn_prefill.h"
+#include "gdn/cp.h"
+#include "gdn/cp_plan.h"
 #include "gdn/prefill_params.h"
 #include "gdn/prefill_runner.h"
 #include "gdn/prefill_validate.h"
@@ -25,7 +30,9 @@ StateTensorParams state_params(const std::optional<TensorView>& t) {
   return s;
 }
 
-PrefillParams make_params(const PrefillArgs& a, const PrefillShape& s) {
+}  // namespace
+
+PrefillParams make_prefill_params(const PrefillArgs& a, const PrefillShape& s) {
   PrefillParams p;
   p.q = a.q.data;
   p.k = a.k.data;
@@ -62,6 +69,17 @@ PrefillParams make_params(const PrefillArgs& a, const PrefillShape& s) {
   return p;
 }
 
+namespace {
+
+// use_cp = Auto: the measured rule of detail::should_use_cp on the real longest sequence when the
+// caller gives it, else on the total token count.
+bool runs_context_parallel(const PrefillArgs& a, const PrefillShape& s, const ExecContext& ctx) {
+  if (a.use_cp == UseCp::kOn) return true;
+  if (a.use_cp == UseCp::kOff || s.num_seqs > detail::kCpMaxSequences) return false;
+  const std::int64_t max_len = a.max_seqlen > 0 ? std::min(a.max_seqlen, s.total_tokens) : s.total_tokens;
+  return detail::should_use_cp(s.num_seqs, s.hsab, max_len, device_info(ctx.device.index).sm_count);
+}
+
 }  // namespace
 
 void prefill(const PrefillArgs& args, Stream stream) {
@@ -74,12 +92,17 @@ void prefill(const PrefillArgs& args, Stream stream) {
        {"output_state", opt(args.output_state)}, {"state_indices", opt(args.state_indices)},
        {"state_checkpoints", opt(args.state_checkpoints)}, {"checkpoint_cu_starts", opt(args.checkpoint_cu_starts)}},
       stream);
+  if (args.use_cp == UseCp::kOn) validate_prefill_cp(args, shape, ctx.device);
   if (ctx.device.is_cpu()) {
     validate_prefill_host_values(args, shape);
     ref::gdn_prefill_serial_fp64(args);
     return;
   }
-  const PrefillParams params = make_params(args, shape);
+  if (runs_context_parallel(args, shape, ctx)) {
+    detail::prefill_cp(args, shape, ctx, {.max_seqlen = args.max_seqlen});
+    return;
+  }
+  const PrefillParams params = make_prefill_params(args, shape);
   const PrefillRunnerKey key{ctx.device.index,
                              args.q.dtype == DType::kBFloat16 ? InputType::kBFloat16 : InputType::kFloat16};
   const std::shared_ptr<const PrefillRunner> runner = prefill_runner(key);

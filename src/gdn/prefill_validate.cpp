@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "gdn/cp_plan.h"
 #include "ref/gdn_ref.h"
 #include "runtime/check.h"
 
@@ -154,7 +155,21 @@ PrefillShape validate_prefill(const PrefillArgs& a) {
     if (a.state_checkpoints || a.checkpoint_cu_starts) check::fail(op, "state_checkpoints",
                    "be absent when checkpoint_every_n_tokens is 0", "a tensor");
   }
+  if (!(a.use_cp == UseCp::kAuto || a.use_cp == UseCp::kOn || a.use_cp == UseCp::kOff))
+    check::fail(op, "use_cp", "be Auto, On or Off", std::to_string(static_cast<int>(a.use_cp)));
+  if (!(a.max_seqlen >= 0)) check::fail(op, "max_seqlen", "be 0 (unknown) or the longest sequence length",
+                 std::to_string(a.max_seqlen));
   return s;
+}
+
+void validate_prefill_cp(const PrefillArgs&, const PrefillShape& s, const Device& device) {
+  if (!(s.num_seqs <= detail::kCpMaxSequences)) check::fail(op, "use_cp",
+                 "be Auto or Off for more than " + std::to_string(detail::kCpMaxSequences) +
+                     " sequences (the context-parallel grids hold one sequence per z index)",
+                 "On with " + std::to_string(s.num_seqs) + " sequences");
+  if (!(device.is_cuda())) check::fail(op, "use_cp",
+                 "be Auto or Off for CPU tensors (the context-parallel pipeline runs on CUDA devices)",
+                 "On with tensors on " + to_string(device));
 }
 
 void validate_prefill_host_values(const PrefillArgs& a, const PrefillShape& s) {

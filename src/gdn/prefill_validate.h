@@ -18,6 +18,10 @@ struct PrefillShape {
 
 PrefillShape validate_prefill(const PrefillArgs& args);
 
+// use_cp = On: the arguments the CP pipeline supports (CUDA tensors, at most
+// detail::kCpMaxSequences sequences); called after the device is resolved, before any write.
+void validate_prefill_cp(const PrefillArgs& args, const PrefillShape& shape, const Device& device);
+
 // The data-dependent checks possible when cu_seqlens, state_indices and checkpoint_cu_starts
 // are host memory (the CPU path): offsets monotonic and in range, slots in range, checkpoint
 // rows in range.

@@ -29,6 +29,9 @@ struct PrefillCase {
   bool write_state = true;
   bool offsets_int64 = false;
   int checkpoint_every = 0;
+  // Off by default so the prefill suites test the chunked kernel itself; the CP suites set On.
+  gdn::UseCp use_cp = gdn::UseCp::kOff;
+  std::int64_t max_seqlen = 0;  // the host-side hint (0 = unknown)
 
   std::int64_t hsab() const { return std::max(hq, hv); }
   std::int64_t tokens() const {
@@ -47,6 +50,7 @@ struct PrefillCase {
     if (checkpoint_every) s += " ckpt" + std::to_string(checkpoint_every);
     if (l2norm_in_kernel) s += " l2norm";
     if (scale != 0.0f) s += " scale" + std::to_string(scale);
+    if (use_cp == gdn::UseCp::kOn) s += " cp";
     return s;
   }
 };
@@ -66,6 +70,8 @@ struct PrefillProblem {
     if (c.with_beta) a.beta = beta.view();
     a.scale = c.scale;
     a.use_qk_l2norm = c.l2norm_in_kernel;
+    a.use_cp = c.use_cp;
+    a.max_seqlen = c.max_seqlen;
     a.output = output;
     if (c.state != StateForm::kNone) {
       a.initial_state = initial_state.view();
@@ -147,6 +153,7 @@ inline PrefillProblem make_problem(const PrefillCase& c, std::uint64_t seed) {
 struct Closeness {
   bool ok = true;
   double max_abs = 0, rel_l2 = 0;
+  double worst = 0;  // max |got - want| / (atol + rtol |want|): <= 1 passes, the margin is 1 - worst
   std::string first_failure;
 };
 
@@ -167,6 +174,7 @@ Closeness allclose(const ref::HostTensor& got, const ref::HostTensor& want, doub
       r.ok = false;
     }
     if (!(d <= r.max_abs)) r.max_abs = d;
+    if (!(d / (atol + rtol * std::fabs(w)) <= r.worst)) r.worst = d / (atol + rtol * std::fabs(w));
   }
   r.rel_l2 = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
   return r;

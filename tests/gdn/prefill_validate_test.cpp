@@ -97,7 +97,16 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"checkpoint_starts_dtype", [](A& a, P&) { a.checkpoint_cu_starts->dtype = DType::kInt64; }, "checkpoint_cu_starts must have the same dtype as cu_seqlens"},
         BadCase{"checkpoint_starts_too_far", [](A& a, P& p) { set_int(p.checkpoint_starts, 3, 9); }, "checkpoint_cu_starts must end at most at state_checkpoints.shape[0]"},
         BadCase{"checkpoint_overlaps_state", [](A& a, P&) { a.state_checkpoints->data = a.output_state->data; }, "state_checkpoints must not overlap the states"},
-        BadCase{"mixed_devices", [](A& a, P&) { a.output.device = Device::cuda(0); }, "must be on the same device as q"}),
+        BadCase{"mixed_devices", [](A& a, P&) { a.output.device = Device::cuda(0); }, "must be on the same device as q"},
+        BadCase{"use_cp_value", [](A& a, P&) { a.use_cp = static_cast<gdn::UseCp>(7); }, "use_cp must be Auto, On or Off, got 7"},
+        BadCase{"max_seqlen_negative", [](A& a, P&) { a.max_seqlen = -5; }, "max_seqlen must be 0 (unknown) or the longest sequence length, got -5"},
+        BadCase{"use_cp_on_cpu", [](A& a, P&) { a.use_cp = gdn::UseCp::kOn; }, "use_cp must be Auto or Off for CPU tensors"},
+        BadCase{"use_cp_on_too_many_sequences", [](A& a, P&) {
+                  a.use_cp = gdn::UseCp::kOn;
+                  a.initial_state.reset(), a.output_state.reset(), a.state_indices.reset();
+                  a.checkpoint_every_n_tokens = 0, a.state_checkpoints.reset(), a.checkpoint_cu_starts.reset();
+                  a.cu_seqlens = reshaped(a.cu_seqlens, {65537});  // shape only: rejected before any value is read
+                }, "use_cp must be Auto or Off for more than 65535 sequences"}),
     [](const ::testing::TestParamInfo<BadCase>& info) { return info.param.name; });
 
 }  // namespace

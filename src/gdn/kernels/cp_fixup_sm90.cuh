@@ -36,19 +36,21 @@ __global__ void __launch_bounds__(kFixupThreads) fixup_kernel(const CpStageParam
     for (int c = threadIdx.x; c <= p.chunks_per_seq; c += kFixupThreads) {
       if (c == p.chunks_per_seq && n != p.num_seqs - 1) continue;  // the closing offset, written once
       const std::int64_t seg = static_cast<std::int64_t>(n) * p.chunks_per_seq + c;
-      const std::int64_t off = min(bos + static_cast<std::int64_t>(c) * p.chunk_len, eos);
+      const std::int64_t off = c == p.chunks_per_seq ? eos : min(bos + static_cast<std::int64_t>(c) * p.chunk_len, eos);
       if (p.offsets_are_int64) static_cast<std::int64_t*>(p.segment_offsets)[seg] = off;
       else static_cast<std::int32_t*>(p.segment_offsets)[seg] = static_cast<std::int32_t>(off);
       if (c < p.chunks_per_seq) p.segment_sequence[seg] = n;
     }
   }
   if (eos <= bos) return;
-  const int chunks = static_cast<int>((eos - bos + p.chunk_len - 1) / p.chunk_len);
+  // Clamped to the plan: a sequence longer than the caller's max_seqlen hint keeps its tail in the
+  // last segment (stage 4 walks it; slower, still exact) instead of overrunning the workspace.
+  const int chunks = static_cast<int>(min((eos - bos + p.chunk_len - 1) / p.chunk_len, static_cast<std::int64_t>(p.chunks_per_seq)));
   const int r = threadIdx.x / 16, j0 = (threadIdx.x % 16) * 8, row = group * kFixupRows + r;
 
   float state[8];
   const int slot = p.state_indices ? p.state_indices[n] : n;
-  if (p.initial_state != nullptr && slot >= 0) {
+  if (p.initial_state != nullptr && slot >= 0 && slot < p.initial_state_num_slots) {
     const std::int64_t base = slot * p.initial_state_slot_stride + (static_cast<std::int64_t>(h) * kD + row) * kD + j0;
 #pragma unroll
     for (int j = 0; j < 8; ++j) state[j] = load_state_element(p.initial_state, p.initial_state_type, base + j);
