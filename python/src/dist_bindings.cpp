@@ -1,0 +1,60 @@
+// Binding of gdn::prefill_distributed (issue 10): the NCCL communicator comes in as a raw
+// ncclComm_t handle (an integer: e.g. torch's ProcessGroupNCCL._comm_ptr() on recent PyTorch, or
+// a handle from the caller's own NCCL set-up). The caller owns the communicator.
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/tuple.h>
+
+#include <tuple>
+
+#include "bindings.h"
+#include "fastinfer/gdn_distributed.h"
+#include "tensor_conversion.h"
+
+namespace nb = nanobind;
+
+namespace fastinfer::python {
+
+void register_dist_bindings(nb::module_& m);  // called from register_op_bindings (wired by the lead)
+
+void register_dist_bindings(nb::module_& m) {
+  m.def("built_with_nccl", [] { return dist::built_with_nccl(); });
+  m.def(
+      "nccl_communicator_info",
+      [](std::uintptr_t nccl_comm) {
+        const dist::Communicator c = dist::Communicator::from_nccl(reinterpret_cast<void*>(nccl_comm));
+        return std::make_tuple(c.rank(), c.world_size(), c.device());
+      },
+      nb::arg("nccl_comm"));
+  m.def(
+      "gdn_prefill_distributed",
+      [](const Array& q, const Array& k, const Array& v, const Array& cu_seqlens, const Array& output,
+         const std::optional<Array>& alpha, const std::optional<Array>& beta, float scale, bool use_qk_l2norm,
+         const std::optional<Array>& initial_state, const std::optional<Array>& output_state,
+         const std::optional<Array>& state_indices, std::uintptr_t nccl_comm, std::int64_t max_slice_len,
+         std::uintptr_t stream) {
+        gdn::PrefillArgs args;
+        args.q = to_view(q);
+        args.k = to_view(k);
+        args.v = to_view(v);
+        args.cu_seqlens = to_view(cu_seqlens);
+        args.output = to_view(output);
+        args.alpha = to_optional_view(alpha);
+        args.beta = to_optional_view(beta);
+        args.scale = scale;
+        args.use_qk_l2norm = use_qk_l2norm;
+        args.initial_state = to_optional_view(initial_state);
+        args.output_state = to_optional_view(output_state);
+        args.state_indices = to_optional_view(state_indices);
+        // from_nccl queries NCCL (a few calls); cheap next to a long-sequence prefill.
+        const dist::Communicator comm = dist::Communicator::from_nccl(reinterpret_cast<void*>(nccl_comm));
+        nb::gil_scoped_release release;
+        gdn::prefill_distributed(args, comm, {.max_slice_len = max_slice_len}, to_stream(stream));
+      },
+      nb::arg("q"), nb::arg("k"), nb::arg("v"), nb::arg("cu_seqlens"), nb::arg("output"), nb::arg("alpha").none(),
+      nb::arg("beta").none(), nb::arg("scale"), nb::arg("use_qk_l2norm"), nb::arg("initial_state").none(),
+      nb::arg("output_state").none(), nb::arg("state_indices").none(), nb::arg("nccl_comm"), nb::arg("max_slice_len"),
+      nb::arg("stream"));
+}
+
+}  // namespace fastinfer::python

@@ -1,0 +1,193 @@
+// GPU tests of gdn::prefill_distributed (issue 10) over 2 devices of this process: one NCCL
+// communicator per device (ncclCommInitAll), one host thread per rank. Each case cuts a random
+// batch into rank slices and compares the ranks' outputs and final states with the single-GPU
+// gdn::prefill of the whole batch (device 0) within the CP tolerances (docs/GDN_CP.md).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <exception>
+#include <thread>
+
+#include "dist/nccl_backend.h"
+#include "dist/split_problem.h"  // tests/dist
+#include "fastinfer/device.h"
+#include "fastinfer/gdn_distributed.h"
+#include "runtime/cuda_check.h"
+#include "support/gpu_test.h"
+
+namespace fastinfer {
+namespace {
+
+using dist_test::Problem;
+using dist_test::RankSlice;
+using ref::HostTensor;
+constexpr std::int64_t DD = 128 * 128;
+
+// A device copy of a host tensor on `device`, or an uninitialised one poisoned with NaN.
+struct DeviceCopy {
+  void* ptr = nullptr;
+  TensorView view;
+  DeviceCopy() = default;
+  DeviceCopy(const TensorView& host, int device, bool upload = true) : view(host) {
+    const std::size_t bytes = static_cast<std::size_t>(std::max<std::int64_t>(host.numel(), 1)) * host.element_size();
+    FASTINFER_CUDA_CHECK(cudaSetDevice(device));
+    FASTINFER_CUDA_CHECK(cudaMalloc(&ptr, bytes));
+    if (upload) FASTINFER_CUDA_CHECK(cudaMemcpy(ptr, host.data, bytes, cudaMemcpyHostToDevice));
+    else FASTINFER_CUDA_CHECK(cudaMemset(ptr, 0xFF, bytes));  // NaN in every float format
+    view.data = ptr;
+    view.device = Device::cuda(device);
+  }
+  DeviceCopy(DeviceCopy&& o) noexcept : ptr(std::exchange(o.ptr, nullptr)), view(o.view) {}
+  DeviceCopy& operator=(DeviceCopy&& o) noexcept {
+    std::swap(ptr, o.ptr);
+    std::swap(view, o.view);
+    return *this;
+  }
+  DeviceCopy(const DeviceCopy&) = delete;
+  ~DeviceCopy() { if (ptr) cudaFree(ptr); }
+  std::vector<double> download() const {
+    HostTensor h(view.dtype, {view.numel()});
+    FASTINFER_CUDA_CHECK(cudaMemcpy(h.data(), ptr, h.nbytes(), cudaMemcpyDeviceToHost));
+    std::vector<double> out(static_cast<std::size_t>(view.numel()));
+    for (std::int64_t i = 0; i < view.numel(); ++i) out[i] = h.get(i);
+    return out;
+  }
+};
+
+// One rank's arguments on its device.
+struct RankRun {
+  DeviceCopy q, k, v, alpha, beta, cu, out, init, indices, out_state;
+  gdn::PrefillArgs args;
+};
+
+double rel_l2(const std::vector<double>& got, const std::vector<double>& want) {
+  double num = 0, den = 0;
+  for (std::size_t i = 0; i < want.size(); ++i) num += (got[i] - want[i]) * (got[i] - want[i]), den += want[i] * want[i];
+  return std::sqrt(num / std::max(den, 1e-300));
+}
+
+class GdnDistributedGpu : public testing::GpuTest {
+ protected:
+  void SetUp() override {
+    testing::GpuTest::SetUp();
+    if (IsSkipped()) return;
+    if (!dist::built_with_nccl()) GTEST_SKIP() << "fastinfer built without NCCL";
+    if (cuda_device_count() < 2) GTEST_SKIP() << "needs 2 CUDA devices, found " << cuda_device_count();
+  }
+
+  // Runs the whole batch on device 0 and the cut batch on devices 0 and 1, then compares.
+  // The initial state (if any) and the pool layout come from the problem; rank 0 gets them.
+  void run_and_compare(const Problem& p, const std::vector<std::vector<std::int64_t>>& cuts, double tol) {
+    const std::int64_t n_seqs = static_cast<std::int64_t>(p.lengths.size()), T = p.q.view().size(0);
+    const bool pool = p.args.state_indices.has_value();
+    const std::int64_t slots = p.args.initial_state ? p.args.initial_state->size(0) : n_seqs;
+
+    // Single GPU: output and final states (pool: slot indices apply to output_state too).
+    HostTensor out_shape(p.q.view().dtype, {T, p.hsab, 128}), state_shape(DType::kFloat32, {slots, p.hsab, 128, 128});
+    DeviceCopy q(p.q, 0), k(p.k, 0), v(p.v, 0), al(p.alpha, 0), be(p.beta, 0), cu(p.cu, 0);
+    DeviceCopy out(out_shape, 0, false), fin(state_shape, 0, false);
+    DeviceCopy init, idx;
+    gdn::PrefillArgs a = p.args;
+    a.q = q.view, a.k = k.view, a.v = v.view, a.alpha = al.view, a.beta = be.view, a.cu_seqlens = cu.view;
+    a.output = out.view;
+    a.output_state = fin.view;
+    if (p.args.initial_state) init = DeviceCopy(*p.args.initial_state, 0), a.initial_state = init.view;
+    if (pool) idx = DeviceCopy(*p.args.state_indices, 0), a.state_indices = idx.view;
+    FASTINFER_CUDA_CHECK(cudaSetDevice(0));
+    gdn::prefill(a);
+    FASTINFER_CUDA_CHECK(cudaDeviceSynchronize());
+    const std::vector<double> want_out = out.download(), want_fin = fin.download();
+
+    // Two ranks, one thread each.
+    const std::vector<RankSlice> slices = dist_test::split(p, cuts);
+    dist::detail::LocalCommunicators comms({0, 1});
+    std::vector<RankRun> runs(2);
+    std::exception_ptr errors[2];
+    auto rank_main = [&](int r) {
+      try {
+        const RankSlice& s = slices[r];
+        RankRun& run = runs[r];
+        run.q = DeviceCopy(s.q, r), run.k = DeviceCopy(s.k, r), run.v = DeviceCopy(s.v, r);
+        run.alpha = DeviceCopy(s.alpha, r), run.beta = DeviceCopy(s.beta, r), run.cu = DeviceCopy(s.cu, r);
+        run.out = DeviceCopy(s.out, r, false);
+        run.args = s.args;
+        run.args.q = run.q.view, run.args.k = run.k.view, run.args.v = run.v.view;
+        run.args.alpha = run.alpha.view, run.args.beta = run.beta.view, run.args.cu_seqlens = run.cu.view;
+        run.args.output = run.out.view;
+        if (r == 0) {
+          run.out_state = DeviceCopy(state_shape, r, false);
+          if (p.args.initial_state) run.init = DeviceCopy(*p.args.initial_state, r), run.args.initial_state = run.init.view;
+          if (pool) run.indices = DeviceCopy(*p.args.state_indices, r), run.args.state_indices = run.indices.view;
+        } else {
+          run.out_state = DeviceCopy(HostTensor(DType::kFloat32, {n_seqs, p.hsab, 128, 128}), r, false);
+        }
+        run.args.output_state = run.out_state.view;
+        std::int64_t longest = 0;
+        for (auto l : s.lengths) longest = std::max(longest, l);
+        cudaStream_t stream;
+        FASTINFER_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+        gdn::prefill_distributed(run.args, comms[r], {.max_slice_len = longest}, stream);
+        FASTINFER_CUDA_CHECK(cudaStreamSynchronize(stream));
+        FASTINFER_CUDA_CHECK(cudaStreamDestroy(stream));
+      } catch (...) {
+        errors[r] = std::current_exception();
+      }
+    };
+    std::thread t0(rank_main, 0), t1(rank_main, 1);
+    t0.join();
+    t1.join();
+    for (auto& e : errors)
+      if (e) std::rethrow_exception(e);
+
+    // Outputs: every local row against the single-GPU row of the same global token.
+    const std::int64_t row = p.hsab * 128;
+    for (int r = 0; r < 2; ++r) {
+      const std::vector<double> got = runs[r].out.download();
+      std::vector<double> want(got.size());
+      for (std::size_t i = 0; i < slices[r].global_rows.size(); ++i)
+        std::copy_n(want_out.begin() + slices[r].global_rows[i] * row, row, want.begin() + static_cast<std::int64_t>(i) * row);
+      for (double x : got) ASSERT_FALSE(std::isnan(x)) << "rank " << r << " left an output element unwritten";
+      const double e = rel_l2(got, want);
+      std::printf("  rank %d outputs: %zu rows, rel L2 %.3g\n", r, slices[r].global_rows.size(), e);
+      EXPECT_LT(e, tol) << "rank " << r << " outputs";
+    }
+    // Final states: on the rank holding the sequence's last token.
+    const std::vector<double> fin0 = runs[0].out_state.download(), fin1 = runs[1].out_state.download();
+    for (std::int64_t n = 0; n < n_seqs; ++n) {
+      const std::int64_t slot = pool ? static_cast<std::int64_t>(ref::load(*p.args.state_indices, n)) : n;
+      if (p.lengths[n] == 0 || slot < 0) continue;  // the single-GPU call writes no state there
+      const bool on_rank1 = slices[1].lengths[n] > 0;
+      const std::vector<double>& got_all = on_rank1 ? fin1 : fin0;
+      const std::int64_t got_row = on_rank1 ? n : slot;
+      std::vector<double> got(got_all.begin() + got_row * p.hsab * DD, got_all.begin() + (got_row + 1) * p.hsab * DD);
+      std::vector<double> want(want_fin.begin() + slot * p.hsab * DD, want_fin.begin() + (slot + 1) * p.hsab * DD);
+      const double e = rel_l2(got, want);
+      std::printf("  sequence %lld final state (rank %d): rel L2 %.3g\n", static_cast<long long>(n), on_rank1 ? 1 : 0, e);
+      EXPECT_LT(e, tol) << "final state of sequence " << n;
+    }
+  }
+};
+
+// Varlen GVA batch: sequence 0 and 4 split, 2 wholly on rank 1 (its initial state comes from
+// rank 0's pool), 3 wholly on rank 0, 1 empty; bf16 pool with a negative slot on rank 0.
+TEST_F(GdnDistributedGpu, VarlenPoolOnRankZeroOnlySomeSequencesSplit) {
+  Problem p({5000, 0, 3000, 1000, 2000}, 2, 2, 4, 0.99, 1.0, 101);
+  p.pool_initial_state(102);
+  run_and_compare(p, {{2100, 0, 0, 1000, 700}}, 2e-2);
+}
+
+// One sequence of 2 x 131072 tokens, gates very near 1, packed fp32 initial state.
+TEST_F(GdnDistributedGpu, TwoTimes131072GatesNearOne) {
+  Problem p({262144}, 2, 2, 2, 0.9995, 1.0, 103);
+  p.packed_initial_state(104);
+  run_and_compare(p, {{131072}}, 2e-2);
+}
+
+// Ragged cut inside a 64-token block, GQA, no initial state, several heads.
+TEST_F(GdnDistributedGpu, RaggedCutGqaNoInitialState) {
+  Problem p({9999, 65}, 8, 4, 4, 0.9, 1.0, 105);
+  run_and_compare(p, {{4097, 1}}, 2e-2);
+}
+
+}  // namespace
+}  // namespace fastinfer
