@@ -51,6 +51,7 @@ struct Inputs {
     args.output = TensorView::contiguous(out.get(), DType::kBFloat16, {tokens, c.hv, 128}, d);
     args.output_state = TensorView::contiguous(state.get(), DType::kFloat32, {1, c.hv, 128, 128}, d);
     args.use_qk_l2norm = true;
+    args.max_seqlen = tokens;  // the CP plan's hint (one sequence)
   }
 };
 
@@ -170,7 +171,7 @@ nlohmann::json run_gdn_dist(const BenchOptions& options) {
     FASTINFER_CUDA_CHECK(cudaStreamDestroy(streams[r]));
   }
   FASTINFER_CUDA_CHECK(cudaSetDevice(0));
-  return {{"note", "local prefill = gdn::prefill as it stands (non-CP until use_cp lands)"}, {"rows", rows}};
+  return {{"note", "1 GPU = gdn::prefill (use_cp Auto); 2 GPUs = prefill_distributed (CP stages 1-3, chain, all-gather, fold, stage 3 again, stage 4)"}, {"rows", rows}};
 }
 
 const RoutineRegistration registration{{"gdn_dist", "multi-GPU GDN prefill over NCCL (2 GPUs vs 1)", run_gdn_dist}};

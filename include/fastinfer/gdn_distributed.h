@@ -47,8 +47,8 @@ namespace fastinfer::gdn {
 struct DistributedPrefillOptions {
   // Longest slice of any sequence on this rank, known on the host (serving stacks hold the
   // lengths there); sizes the chunk plan of the map computation. It must not be smaller than the
-  // real longest slice. 0 = unknown: the local token count is used (correct, but oversizes the
-  // plan when several sequences have tokens here).
+  // real longest slice. 0 = local.max_seqlen, and when that is 0 too the local token count
+  // (correct, but it oversizes the plan when several sequences have tokens here).
   std::int64_t max_slice_len = 0;
 };
 

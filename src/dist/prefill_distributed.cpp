@@ -8,6 +8,8 @@
 #include "dist/validate.h"
 #include "fastinfer/gdn_distributed.h"
 #include "gdn/cp.h"
+#include "gdn/cp_launch.h"
+#include "gdn/prefill_runner.h"
 #include "gdn/prefill_validate.h"
 #include "runtime/device_guard.h"
 #include "runtime/workspace_carver.h"
@@ -43,10 +45,24 @@ dist::detail::ChainStateType chain_type(DType t) {
                                 : dist::detail::ChainStateType::kFloat32;
 }
 
+// CP stages 1-3 on the local slices from a zero state: the chunk maps (M_c, B_c) in the call's
+// "gdn.cp" workspace. `final_states` must be given so stage 2 composes every chunk (it lands in
+// the B slot of the contribution, which the chain then overwrites).
+detail::CpStageView chunk_maps(const PrefillArgs& local, const PrefillShape& shape, const DistributedPrefillOptions& options,
+                               const ExecContext& ctx, float* final_states) {
+  PrefillArgs maps = local;  // the maps start from zero; the chain folds the initial state in
+  maps.initial_state.reset();
+  maps.state_indices.reset();
+  maps.output_state.reset();
+  detail::CpOptions cp;
+  cp.max_seqlen = options.max_slice_len > 0 ? options.max_slice_len : local.max_seqlen > 0 ? local.max_seqlen : shape.total_tokens;
+  return detail::run_cp_stages(maps, ctx, cp, final_states);
+}
+
 // The map of this rank's slice of every sequence into w.send: M (ranks > 0) and B, or on rank 0
-// the state after the slice from the real initial state. The CP stages give the chunk maps; the
-// chain composes them (a sequence with an empty slice gets the identity map).
-void slice_maps(const PrefillArgs& local, const PrefillShape& shape, int rank, const DistributedPrefillOptions& options,
+// the state after the slice from the real initial state. The chain composes the chunk maps of
+// `view` (a sequence with an empty slice, or no view at all, gets the identity map).
+void slice_maps(const PrefillArgs& local, const PrefillShape& shape, int rank, const detail::CpStageView* view,
                 const ExecContext& ctx, const DistWorkspace& w) {
   const std::int64_t heads_elems = shape.hsab * kStateElems;
   dist::detail::AffineChainParams chain;
@@ -63,23 +79,53 @@ void slice_maps(const PrefillArgs& local, const PrefillShape& shape, int rank, c
     chain.init_slot_stride = local.initial_state->stride(0);
     if (local.state_indices) chain.init_indices = static_cast<const std::int32_t*>(local.state_indices->data);
   }
-  if (shape.total_tokens > 0) {
-    PrefillArgs maps = local;  // the maps start from zero; the chain folds the initial state in
-    maps.initial_state.reset();
-    maps.state_indices.reset();
-    maps.output_state.reset();
-    detail::CpOptions cp;
-    cp.max_seqlen = options.max_slice_len > 0 ? options.max_slice_len : shape.total_tokens;
-    // Stage 2 composes the last chunk of a sequence only when final states are asked for; they
-    // land in the B slot, which the chain then overwrites (it covers empty slices too).
-    const detail::CpStageView view = detail::run_cp_stages(maps, ctx, cp, chain.out_state);
-    chain.step_m = view.map_m;
-    chain.step_b = view.map_b;
+  if (view != nullptr) {
+    chain.step_m = view->map_m;
+    chain.step_b = view->map_b;
     chain.step_stride = heads_elems;
-    chain.seq_stride = view.plan.chunks_per_seq * heads_elems;
-    chain.chunk_len = static_cast<int>(view.plan.chunk_len);
+    chain.seq_stride = view->plan.chunks_per_seq * heads_elems;
+    chain.chunk_len = static_cast<int>(view->plan.chunk_len);
   }
   dist::detail::launch_affine_chain(chain, ctx.stream);
+}
+
+// The local CP prefill resumed from the chunk maps of `view`: stage 3 again, now from the real
+// state entering the slice (`from.initial_state`), then stage 4 (the prefill kernel over the
+// chunks as segments), as detail::prefill_cp does after its own stages 1-3. Stages 1-2 are not
+// repeated: that is what makes the slice map nearly free on top of the local prefill.
+void resume_cp_prefill(const PrefillArgs& from, const PrefillShape& shape, const detail::CpStageView& view,
+                       const ExecContext& ctx) {
+  detail::CpStageParams fix;
+  fix.cu_seqlens = from.cu_seqlens.data;
+  fix.offsets_are_int64 = from.cu_seqlens.dtype == DType::kInt64;
+  fix.num_seqs = static_cast<int>(shape.num_seqs);
+  fix.num_k_heads = static_cast<int>(shape.hk);
+  fix.num_v_heads = static_cast<int>(shape.hv);
+  fix.num_state_heads = static_cast<int>(shape.hsab);
+  if (from.initial_state) {
+    fix.initial_state = from.initial_state->data;
+    fix.initial_state_type = from.initial_state->dtype == DType::kBFloat16 ? detail::CpStateType::kBFloat16
+                             : from.initial_state->dtype == DType::kFloat16 ? detail::CpStateType::kFloat16
+                                                                            : detail::CpStateType::kFloat32;
+    fix.initial_state_slot_stride = from.initial_state->stride(0);
+  }
+  if (from.state_indices) fix.state_indices = static_cast<const std::int32_t*>(from.state_indices->data);
+  fix.chunk_len = static_cast<int>(view.plan.chunk_len);
+  fix.chunks_per_seq = static_cast<int>(view.plan.chunks_per_seq);
+  fix.blocks_per_seq = static_cast<int>(view.plan.blocks_per_seq());
+  fix.map_m = const_cast<float*>(view.map_m);  // workspace slices, read by the fix-up
+  fix.map_b = const_cast<float*>(view.map_b);
+  fix.chunk_states = const_cast<float*>(view.chunk_states);  // rewritten from the real entering state
+  // The segment table is already written by the first stage 3; final_states stays null.
+  detail::launch_cp_fixup(fix, ctx.stream);
+
+  PrefillParams p = make_prefill_params(from, shape);
+  p.segment_offsets = view.segment_offsets;
+  p.segment_sequence = view.segment_sequence;
+  p.num_segments = static_cast<int>(view.plan.segments());
+  p.segment_states = view.chunk_states;
+  const PrefillRunnerKey key{ctx.device.index, from.q.dtype == DType::kBFloat16 ? InputType::kBFloat16 : InputType::kFloat16};
+  prefill_runner(key)->run(p, ctx.stream);
 }
 
 // The state entering rank r's slice: rank 0's state after its slice, then the maps of ranks
@@ -127,19 +173,26 @@ void prefill_distributed(const PrefillArgs& local, const dist::Communicator& com
   const DistWorkspace w =
       carve(WorkspacePool::global().get(ctx.device.index, ctx.stream, "gdn.dist", bytes), contribution, world);
 
-  // The last rank's map is never needed (nothing follows it): it only waits for the others.
-  if (rank < world - 1) slice_maps(local, shape, rank, options, ctx, w);
+  // CP path (use_cp not Off): every rank runs CP stages 1-3 from zero before the exchange (the
+  // last rank too: it would otherwise idle while the others compute their maps), and resumes its
+  // CP prefill from them afterwards. Off: only ranks < R-1 compute maps (the last rank's map is
+  // never needed) and the local prefill is the plain one.
+  const bool cp_path = local.use_cp != UseCp::kOff && shape.total_tokens > 0;
+  const std::int64_t half = shape.num_seqs * shape.hsab * kStateElems;
+  detail::CpStageView view;
+  if (cp_path || (rank < world - 1 && shape.total_tokens > 0)) view = chunk_maps(local, shape, options, ctx, w.send + half);
+  const bool has_view = cp_path || (rank < world - 1 && shape.total_tokens > 0);
+  if (rank < world - 1) slice_maps(local, shape, rank, has_view ? &view : nullptr, ctx, w);
   dist::detail::all_gather_floats(w.send, w.recv, static_cast<std::size_t>(contribution), comm.nccl_comm(),
                                   ctx.stream);
-  if (rank == 0) {
-    prefill(local, stream);
-    return;
+  PrefillArgs from = local;
+  if (rank > 0) {
+    fold_entering_state(shape, rank, w, contribution, ctx);
+    from.initial_state =
+        TensorView::contiguous(w.entering, DType::kFloat32, {shape.num_seqs, shape.hsab, kHeadDim, kHeadDim}, ctx.device);
   }
-  fold_entering_state(shape, rank, w, contribution, ctx);
-  PrefillArgs from_entering = local;
-  from_entering.initial_state =
-      TensorView::contiguous(w.entering, DType::kFloat32, {shape.num_seqs, shape.hsab, kHeadDim, kHeadDim}, ctx.device);
-  prefill(from_entering, stream);
+  if (cp_path) resume_cp_prefill(from, shape, view, ctx);
+  else prefill(from, stream);
 }
 
 }  // namespace fastinfer::gdn
