@@ -1,12 +1,15 @@
-// Routine "gdn_cp": the context-parallel GDN prefill pipeline (issue 6) on the issue's shapes.
-// Stage 4 (the prefill kernel over segments) is not wired yet, so this measures stages 1-3 (the
-// CP overhead on top of a segmented prefill): median GPU ms with and without programmatic
-// dependent launch, and the host cost of the call against the same number of raw launches.
+// Routine "gdn_cp": the context-parallel GDN prefill (issue 6) end to end on the issue's shapes:
+// the whole CP call (gdn::prefill, use_cp On) with and without programmatic dependent launch,
+// the non-CP path (use_cp Off), what Auto picks, per-stage times (stages 1, 1-2, 1-3 timed alone;
+// stage 4 = whole - stages 1-3), the floor (bytes at the measured copy bandwidth vs the nominal
+// 4 T Hv 128^2 flops at the measured bf16 peak) and the anchors; the host cost of a warm CP call
+// against four raw cudaLaunchKernel calls of an empty kernel in the same process.
 #include <cstdio>
 #include <string>
 #include <vector>
 
 #include "gdn/cp.h"
+#include "gdn/prefill_validate.h"
 #include "harness.h"
 #include "routines.h"
 #include "runtime/cuda_check.h"
@@ -27,27 +30,33 @@ TensorView device_view(const DeviceBuffer& b, DType t, std::initializer_list<std
 }
 
 nlohmann::json run_gdn_cp(const BenchOptions& options) {
+  // The issue's cases, then cases around the Auto rule's crossover (N x Hsab from 32 to 256).
   std::vector<CpCase> cases = {{16, 32, 1, 1024, 0.567}, {16, 32, 1, 8192, 0.831}, {16, 32, 1, 32768, 2.64},
                                {16, 32, 1, 131072, 10.1}, {16, 64, 1, 65536, 0},     {2, 8, 1, 8192, 0},
-                               {2, 8, 1, 65536, 0}};
-  if (options.quick) cases.resize(2);
+                               {2, 8, 1, 65536, 0},       {16, 32, 1, 2048, 0},      {16, 32, 1, 4096, 0},
+                               {16, 32, 2, 8192, 0},      {16, 32, 4, 8192, 0},      {16, 32, 8, 4096, 0},
+                               {2, 8, 4, 2048, 0},        {2, 8, 16, 4096, 0}};
   cudaStream_t stream;
   FASTINFER_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  const int reps = options.quick ? 200 : 2000;
-  const double raw3_us = host_us_per_call([&] {
-    for (int i = 0; i < 3; ++i) empty_kernel<<<1, 32, 0, stream>>>();
-  }, reps);
+  const int host_reps = options.quick ? 200 : 2000;
+  void* no_args[] = {nullptr};
+  const double raw4_us = host_us_per_call([&] {
+    for (int i = 0; i < 4; ++i)
+      FASTINFER_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(&empty_kernel), dim3(1), dim3(32), no_args, 0, stream));
+  }, host_reps);
+  FASTINFER_CUDA_CHECK(cudaStreamSynchronize(stream));
 
   nlohmann::json rows = nlohmann::json::array();
-  std::printf("%-22s %8s %10s %10s %10s %12s %10s\n", "case (Hq/Hv NxL)", "chunks", "pdl ms", "no-pdl ms",
-              "fla ms", "host us", "3 raw us");
+  std::printf("%-16s %6s %8s %8s %8s %8s %6s %8s %8s %8s %8s %8s %7s %6s\n", "Hq/Hv NxL", "chunks", "cp ms", "nopdl",
+              "non-cp", "auto", "pick", "st1", "st2", "st3", "st4", "floor", "TFLOP/s", "fla");
+  const int warm = 2, reps = options.quick ? 5 : 15;
   for (const CpCase& c : cases) {
     const std::string label = std::to_string(c.hq) + "/" + std::to_string(c.hv) + " " + std::to_string(c.seqs) +
                               "x" + std::to_string(c.len);
     if (!options.only_shapes.empty() && label.find(options.only_shapes) == std::string::npos) continue;
     const std::int64_t T = c.seqs * c.len, hsab = std::max(c.hq, c.hv);
     DeviceBuffer q(T * c.hq * 128 * 2), k(T * c.hq * 128 * 2), v(T * c.hv * 128 * 2), alpha(T * hsab * 4),
-        beta(T * hsab * 4), cu((c.seqs + 1) * 4);
+        beta(T * hsab * 4), cu((c.seqs + 1) * 4), out(T * hsab * 128 * 2);
     fill_uniform(q.get(), DType::kBFloat16, T * c.hq * 128, -1, 1, 1, stream);
     fill_uniform(k.get(), DType::kBFloat16, T * c.hq * 128, -1, 1, 2, stream);
     fill_uniform(v.get(), DType::kBFloat16, T * c.hv * 128, -1, 1, 3, stream);
@@ -65,26 +74,51 @@ nlohmann::json run_gdn_cp(const BenchOptions& options) {
     args.beta = device_view(beta, DType::kFloat32, {T, hsab});
     args.cu_seqlens = device_view(cu, DType::kInt32, {c.seqs + 1});
     args.use_qk_l2norm = true;
-    args.output = args.q;
+    args.output = device_view(out, DType::kBFloat16, {T, hsab, 128});
+    args.max_seqlen = c.len;
     const ExecContext ctx{Device::cuda(0), stream};
-    gdn::detail::CpOptions with_pdl{.max_seqlen = c.len}, without_pdl{.max_seqlen = c.len, .programmatic_launch = false};
-    const auto view = gdn::detail::run_cp_stages(args, ctx, with_pdl);
-    const double pdl_ms = median_ms([&](int) { gdn::detail::run_cp_stages(args, ctx, with_pdl); }, 3, options.quick ? 5 : 20, stream);
-    const double plain_ms = median_ms([&](int) { gdn::detail::run_cp_stages(args, ctx, without_pdl); }, 3, options.quick ? 5 : 20, stream);
+    const gdn::PrefillShape shape = gdn::validate_prefill(args);
+
+    auto timed = [&](const std::function<void()>& fn) { return median_ms([&](int) { fn(); }, warm, reps, stream); };
+    gdn::PrefillArgs on = args, off = args, autop = args;
+    on.use_cp = gdn::UseCp::kOn;
+    off.use_cp = gdn::UseCp::kOff;
+    autop.use_cp = gdn::UseCp::kAuto;
+    const double cp_ms = timed([&] { gdn::prefill(on, stream); });
+    const double nopdl_ms = timed([&] {
+      gdn::detail::prefill_cp(args, shape, ctx, {.max_seqlen = c.len, .programmatic_launch = false});
+    });
+    const double noncp_ms = timed([&] { gdn::prefill(off, stream); });
+    const double auto_ms = timed([&] { gdn::prefill(autop, stream); });
+    const bool auto_cp = std::abs(auto_ms - cp_ms) < std::abs(auto_ms - noncp_ms);
+    double stage_ms[3];
+    for (int s = 1; s <= 3; ++s)
+      stage_ms[s - 1] = timed([&] { gdn::detail::run_cp_stages(args, ctx, {.max_seqlen = c.len, .last_stage = s}); });
+    const auto plan = gdn::detail::run_cp_stages(args, ctx, {.max_seqlen = c.len, .last_stage = 1}).plan;
+    const double st1 = stage_ms[0], st2 = stage_ms[1] - stage_ms[0], st3 = stage_ms[2] - stage_ms[1], st4 = cp_ms - stage_ms[2];
+    const double bytes = static_cast<double>(T) * (2 * c.hq + c.hv + hsab) * 128 * 2 + 2.0 * T * hsab * 4;
+    const double flops = 4.0 * T * c.hv * 128 * 128;
+    const double floor = floor_ms(bytes, flops);
+    const double best = std::min(cp_ms, noncp_ms);
     // Host cost on the smallest case only (a long case would measure the queue draining).
-    const double host_us = &c != &cases.front() ? 0.0
-        : host_us_per_call([&] { gdn::detail::run_cp_stages(args, ctx, with_pdl); }, options.quick ? 50 : 300);
-    std::printf("%-22s %8lld %10.3f %10.3f %10.3f %12.2f %10.2f\n", label.c_str(),
-                static_cast<long long>(view.plan.chunks_per_seq), pdl_ms, plain_ms, c.fla_ms, host_us, raw3_us);
-    rows.push_back({{"case", label}, {"chunk_len", view.plan.chunk_len}, {"chunks_per_seq", view.plan.chunks_per_seq},
-                    {"stages123_ms_pdl", pdl_ms}, {"stages123_ms_no_pdl", plain_ms}, {"fla_anchor_ms", c.fla_ms},
-                    {"host_us_per_call", host_us}, {"raw_3_launches_us", raw3_us}});
+    const double host_us = &c != &cases.front() ? 0.0 : host_us_per_call([&] { gdn::prefill(on, stream); }, 100);  // 400 launches: below the launch queue depth
+    FASTINFER_CUDA_CHECK(cudaStreamSynchronize(stream));
+    std::printf("%-16s %6lld %8.3f %8.3f %8.3f %8.3f %6s %8.3f %8.3f %8.3f %8.3f %8.4f %7.1f %6.3f\n", label.c_str(),
+                static_cast<long long>(plan.chunks_per_seq), cp_ms, nopdl_ms, noncp_ms, auto_ms, auto_cp ? "cp" : "plain",
+                st1, st2, st3, st4, floor, flops / (best * 1e-3) / 1e12, c.fla_ms);
+    rows.push_back({{"case", label}, {"chunk_len", plan.chunk_len}, {"chunks_per_seq", plan.chunks_per_seq},
+                    {"cp_ms", cp_ms}, {"cp_ms_no_pdl", nopdl_ms}, {"non_cp_ms", noncp_ms}, {"auto_ms", auto_ms},
+                    {"auto_picked_cp", auto_cp}, {"stage1_ms", st1}, {"stage2_ms", st2}, {"stage3_ms", st3},
+                    {"stage4_ms", st4}, {"floor_ms", floor}, {"floor_ratio", best / floor},
+                    {"nominal_tflops", flops / (best * 1e-3) / 1e12}, {"fla_anchor_ms", c.fla_ms},
+                    {"fla_ratio", c.fla_ms > 0 ? best / c.fla_ms : 0.0}, {"host_us_per_call", host_us}});
+    if (host_us > 0) std::printf("host: warm CP call %.2f us, 4 raw cudaLaunchKernel %.2f us (ratio %.2f)\n", host_us, raw4_us, host_us / raw4_us);
   }
   FASTINFER_CUDA_CHECK(cudaStreamDestroy(stream));
-  return {{"note", "stages 1-3 only (stage 4 pending the prefill kernel's segment hooks)"}, {"rows", rows}};
+  return {{"raw_4_launches_us", raw4_us}, {"rows", rows}};
 }
 
-const RoutineRegistration registration{{"gdn_cp", "GDN context-parallel prefill (stages 1-3)", run_gdn_cp}};
+const RoutineRegistration registration{{"gdn_cp", "GDN context-parallel prefill, end to end (stages 1-4)", run_gdn_cp}};
 
 }  // namespace
 }  // namespace fastinfer::bench

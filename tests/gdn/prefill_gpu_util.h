@@ -1,0 +1,117 @@
+#pragma once
+// GPU test helpers of the GDN prefill suites (plain and context-parallel): device copies of a
+// host problem, the tolerances, and one run of gdn::prefill checked against the fp64
+// oracle (outputs, final states, checkpoints).
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <functional>
+
+#include "prefill_test_util.h"
+#include "runtime/cuda_check.h"
+
+namespace fastinfer::testing {
+
+using ref::HostTensor;
+
+// A device copy of a host tensor (same shape and strides).
+class DeviceTensor {
+ public:
+  explicit DeviceTensor(const HostTensor& h) : view_(h.view()) {
+    FASTINFER_CUDA_CHECK(cudaMalloc(&ptr_, h.nbytes() ? h.nbytes() : 16));
+    FASTINFER_CUDA_CHECK(cudaMemcpy(ptr_, h.data(), h.nbytes(), cudaMemcpyHostToDevice));
+    view_.data = ptr_;
+    view_.device = Device::cuda(0);
+  }
+  ~DeviceTensor() { cudaFree(ptr_); }
+  DeviceTensor(const DeviceTensor&) = delete;
+  DeviceTensor& operator=(const DeviceTensor&) = delete;
+  const TensorView& view() const { return view_; }
+  void upload(const HostTensor& h) { FASTINFER_CUDA_CHECK(cudaMemcpy(ptr_, h.data(), h.nbytes(), cudaMemcpyHostToDevice)); }
+  void copy_to(HostTensor& h) const { FASTINFER_CUDA_CHECK(cudaMemcpy(h.data(), ptr_, h.nbytes(), cudaMemcpyDeviceToHost)); }
+
+ private:
+  void* ptr_ = nullptr;
+  TensorView view_;
+};
+
+// All tensors of a problem on the device; run() writes output/state/checkpoints back into `p`.
+struct DeviceProblem {
+  explicit DeviceProblem(const PrefillProblem& p)
+      : q(p.q), k(p.k), v(p.v), cu(p.cu), alpha(p.alpha), beta(p.beta), output(p.output), initial(p.initial_state),
+        final_(p.final_state), indices(p.indices), checkpoints(p.c.checkpoint_every ? p.checkpoints : p.output),
+        starts(p.c.checkpoint_every ? p.checkpoint_starts : p.cu) {}
+
+  gdn::PrefillArgs args(const PrefillProblem& p, bool in_place = false) const {
+    gdn::PrefillArgs a = p.args();
+    a.q = q.view();
+    a.k = k.view();
+    a.v = v.view();
+    a.cu_seqlens = cu.view();
+    if (a.alpha) a.alpha = alpha.view();
+    if (a.beta) a.beta = beta.view();
+    a.output = output.view();
+    if (a.initial_state) a.initial_state = initial.view();
+    if (a.output_state) a.output_state = in_place ? initial.view() : final_.view();
+    if (a.state_indices) a.state_indices = indices.view();
+    if (a.state_checkpoints) a.state_checkpoints = checkpoints.view(), a.checkpoint_cu_starts = starts.view();
+    return a;
+  }
+  void copy_back(PrefillProblem& p, bool in_place = false) const {
+    output.copy_to(p.output);
+    if (p.c.write_state) (in_place ? initial : final_).copy_to(in_place ? p.initial_state : p.final_state);
+    if (p.c.checkpoint_every) checkpoints.copy_to(p.checkpoints);
+  }
+
+  DeviceTensor q, k, v, cu, alpha, beta, output, initial, final_, indices, checkpoints, starts;
+};
+
+struct Tolerance {
+  double out_atol, out_rtol, state_atol, state_rtol;
+};
+// The tolerances (FlashInfer's). A 16-bit stored state adds its own rounding (half an
+// ulp of bf16 is 2e-3 relative), so bf16/fp16 state storage is compared at that precision.
+inline Tolerance tolerance_for(const PrefillCase& c) {
+  Tolerance t = c.dtype == DType::kBFloat16 ? Tolerance{1e-2, 1e-2, 5e-3, 1e-3} : Tolerance{2e-3, 1e-3, 1e-3, 1e-4};
+  if (c.state_dtype == DType::kBFloat16) t.state_rtol = std::max(t.state_rtol, 8e-3);
+  if (c.state_dtype == DType::kFloat16) t.state_rtol = std::max(t.state_rtol, 1e-3);
+  return t;
+}
+
+// `run` replaces gdn::prefill (e.g. the CP pipeline with a forced chunk length).
+using PrefillCall = std::function<void(const gdn::PrefillArgs&)>;
+
+inline void run_against_oracle(const PrefillCase& c, std::uint64_t seed, bool in_place = false,
+                               const PrefillCall& run = {}) {
+  PrefillProblem want = make_problem(c, seed);
+  PrefillProblem got = want;
+  {
+    DeviceProblem dev(got);
+    if (run) run(dev.args(got, in_place));
+    else gdn::prefill(dev.args(got, in_place));
+    FASTINFER_CUDA_CHECK(cudaDeviceSynchronize());
+    dev.copy_back(got, in_place);
+  }
+  gdn::PrefillArgs a = want.args();
+  if (in_place && a.output_state) a.output_state = want.initial_state.view();
+  ref::gdn_prefill_serial_fp64(a);
+  const Tolerance tol = tolerance_for(c);
+  const Closeness out = allclose(got.output, want.output, tol.out_atol, tol.out_rtol);
+  EXPECT_TRUE(out.ok) << c.name() << ": output " << out.first_failure << " (max abs " << out.max_abs << ")";
+  const HostTensor& got_state = in_place ? got.initial_state : got.final_state;
+  const HostTensor& want_state = in_place ? want.initial_state : want.final_state;
+  const Closeness st = allclose(got_state, want_state, tol.state_atol, tol.state_rtol);
+  EXPECT_TRUE(st.ok) << c.name() << ": state " << st.first_failure << " (max abs " << st.max_abs << ")";
+  Closeness ck;
+  if (c.checkpoint_every) {
+    ck = allclose(got.checkpoints, want.checkpoints, tol.state_atol, tol.state_rtol);
+    EXPECT_TRUE(ck.ok) << c.name() << ": checkpoints " << ck.first_failure;
+  }
+  std::printf("%s %-78s out %.1e/%.1e (err/tol %.2f) state %.1e/%.1e (err/tol %.2f)%s\n",
+              out.ok && st.ok && ck.ok ? "ok  " : "FAIL", c.name().c_str(), out.max_abs, out.rel_l2, out.worst, st.max_abs,
+              st.rel_l2, st.worst, in_place ? " in-place" : "");
+}
+
+}  // namespace fastinfer::testing
