@@ -77,6 +77,15 @@ int rotation_count(std::size_t bytes_per_set) {
   return static_cast<int>(std::clamp<std::size_t>(sets, 1, 64));
 }
 
+namespace {
+std::function<void()>& measurement_hook() {
+  static std::function<void()> hook;
+  return hook;
+}
+}  // namespace
+
+void set_measurement_hook(std::function<void()> hook) { measurement_hook() = std::move(hook); }
+
 double median_ms(const std::function<void(int)>& fn, int warmup, int reps, cudaStream_t stream) {
   for (int i = 0; i < warmup; ++i) fn(i);
   std::vector<cudaEvent_t> events(2 * reps);
@@ -91,6 +100,7 @@ double median_ms(const std::function<void(int)>& fn, int warmup, int reps, cudaS
   for (int i = 0; i < reps; ++i) FASTINFER_CUDA_CHECK(cudaEventElapsedTime(&ms[i], events[2 * i], events[2 * i + 1]));
   for (auto& e : events) cudaEventDestroy(e);
   std::nth_element(ms.begin(), ms.begin() + reps / 2, ms.end());
+  if (measurement_hook()) measurement_hook()();
   return ms[reps / 2];
 }
 

@@ -47,6 +47,9 @@ int rotation_count(std::size_t bytes_per_set);
 // its own CUDA events on `stream`; `i` counts runs so callers rotate input sets with i % sets.
 double median_ms(const std::function<void(int)>& fn, int warmup = 5, int reps = 30, cudaStream_t stream = nullptr);
 
+// Called after every median_ms measurement (the CLI draws its progress line from it); empty = none.
+void set_measurement_hook(std::function<void()> hook);
+
 // Host wall time per call in microseconds (mean over `reps` back-to-back calls, after warm-up),
 // synchronizing only at the end: what a caller's thread pays per call.
 double host_us_per_call(const std::function<void()>& fn, int reps = 2000);

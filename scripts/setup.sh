@@ -43,10 +43,12 @@ if [[ $OFFLINE == 0 ]]; then
   fi
 
   # Python tooling for the binding and its tests, pinned, in a private virtual environment.
-  if [[ ! -x .deps/venv/bin/pytest ]]; then
-    echo "setup: creating .deps/venv (nanobind, numpy, pytest)"
-    python3 -m venv .deps/venv
-    .deps/venv/bin/pip install -q nanobind==2.9.2 numpy==2.2.6 pytest==8.3.5
+  # Reinstalled when scripts/python-requirements.txt changes (a copy is kept as the stamp).
+  if ! cmp -s scripts/python-requirements.txt .deps/venv/requirements.stamp; then
+    echo "setup: installing .deps/venv (nanobind, numpy, pytest, matplotlib; scripts/python-requirements.txt)"
+    [[ -x .deps/venv/bin/pip ]] || python3 -m venv .deps/venv
+    .deps/venv/bin/pip install -q -r scripts/python-requirements.txt
+    cp scripts/python-requirements.txt .deps/venv/requirements.stamp
   fi
   PYTHON_ARGS=(-DPython_EXECUTABLE="$ROOT/.deps/venv/bin/python")
 

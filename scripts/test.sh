@@ -29,3 +29,4 @@ cmake --install "$BUILD_DIR" --prefix "$BUILD_DIR/install" >/dev/null
 cmake -S tests/consumer -B "$BUILD_DIR/consumer" -G Ninja -DCMAKE_PREFIX_PATH="$PWD/$BUILD_DIR/install" >/dev/null
 cmake --build "$BUILD_DIR/consumer" >/dev/null
 "$BUILD_DIR/consumer/consumer"
+"$BUILD_DIR/consumer/quickstart"

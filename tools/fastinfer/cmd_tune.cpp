@@ -1,10 +1,12 @@
 // `fastinfer tune`: tune a registered op over its M buckets and merge the results into a cache file
 // (`--op NAME --n N --k K --max-m M --cache FILE`), or print a cache file (`--show FILE`).
 #include <cmath>
+#include <memory>
 #include <cstdio>
 #include <string>
 
 #include "commands.h"
+#include "progress.h"
 #include "fastinfer/device.h"
 #include "fastinfer/error.h"
 #include "fastinfer/tune.h"
@@ -40,15 +42,6 @@ std::string ms_text(double ms) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.4f", ms);
   return buf;
-}
-
-void progress_bar(std::size_t done, std::size_t total, const tune::TunedBucket& last) {
-  constexpr int kWidth = 30;
-  const int filled = static_cast<int>(kWidth * done / total);
-  std::fprintf(stderr, "\r[%s%s] %zu/%zu  bucket %-8lld -> %s ms   ", std::string(filled, '#').c_str(),
-               std::string(kWidth - filled, '.').c_str(), done, total, static_cast<long long>(last.bucket),
-               ms_text(last.ms).c_str());
-  if (done == total) std::fprintf(stderr, "\n");
 }
 
 void show(const std::string& path) {
@@ -90,7 +83,13 @@ void tune_op(const TuneArgs& a) {
   std::fprintf(stderr, "tuning %s (n=%lld, k=%lld) up to M=%lld on %s, buckets %s\n", a.op.c_str(),
                static_cast<long long>(a.n), static_cast<long long>(a.k), static_cast<long long>(a.max_m),
                device_info(a.device).name.c_str(), runner->key().mapper().describe().c_str());
-  const auto results = tuner.tune(*runner, a.max_m, nullptr, options, progress_bar);
+  std::unique_ptr<Progress> bar;
+  const auto results = tuner.tune(*runner, a.max_m, nullptr, options,
+                                  [&](std::size_t, std::size_t total, const tune::TunedBucket& last) {
+                                    if (!bar) bar = std::make_unique<Progress>("tune " + a.op, total);
+                                    bar->advance("bucket " + std::to_string(last.bucket) + ": " + ms_text(last.ms) + " ms");
+                                  });
+  bar.reset();
   tuner.save(a.cache);
 
   std::printf("%10s %10s  %-24s %10s %12s %8s\n", "bucket", "M", "best tactic", "best ms", "default ms", "speedup");

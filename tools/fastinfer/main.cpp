@@ -1,4 +1,4 @@
-// fastinfer: the command-line front door (demo, info, ...).
+// fastinfer: the command-line front door (info, demo, check, bench, plot, tune).
 #include <cstdio>
 
 #include "fastinfer/error.h"
@@ -13,6 +13,8 @@ int main(int argc, char** argv) {
   fastinfer::cli::add_demo_command(app);
   fastinfer::cli::add_tune_command(app);
   fastinfer::cli::add_bench_command(app);
+  fastinfer::cli::add_check_command(app);
+  fastinfer::cli::add_plot_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,10 @@
+# `fastinfer plot JSON -o PNG` must succeed and write a PNG (checked by its 8-byte signature).
+file(REMOVE ${PNG})
+execute_process(COMMAND ${CLI} plot ${JSON} -o ${PNG} RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "fastinfer plot exited with ${rc}")
+endif()
+file(READ ${PNG} signature LIMIT 8 HEX)
+if(NOT signature STREQUAL "89504e470d0a1a0a")
+  message(FATAL_ERROR "${PNG} is not a PNG (starts with ${signature})")
+endif()

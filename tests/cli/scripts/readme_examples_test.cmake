@@ -1,0 +1,13 @@
+# Every line of examples/quickstart.{cpp,py} must appear, indented by four spaces, in README.md.
+file(READ ${ROOT}/README.md readme)
+foreach(example quickstart.cpp quickstart.py)
+  file(STRINGS ${ROOT}/examples/${example} lines)
+  foreach(line IN LISTS lines)
+    if(NOT line STREQUAL "")
+      string(FIND "${readme}" "    ${line}" at)
+      if(at EQUAL -1)
+        message(FATAL_ERROR "README.md lacks this line of examples/${example}:\n${line}")
+      endif()
+    endif()
+  endforeach()
+endforeach()
