@@ -176,6 +176,14 @@ TEST_F(GdnDistributedGpu, VarlenPoolOnRankZeroOnlySomeSequencesSplit) {
   run_and_compare(p, {{2100, 0, 0, 1000, 700}}, 2e-2);
 }
 
+// The same batch with use_cp = Off: ranks < R-1 compute maps, the local prefill is the plain one.
+TEST_F(GdnDistributedGpu, VarlenUseCpOffPlainLocalPrefill) {
+  Problem p({5000, 0, 3000, 1000, 2000}, 2, 2, 4, 0.99, 1.0, 107);
+  p.pool_initial_state(108);
+  p.args.use_cp = gdn::UseCp::kOff;
+  run_and_compare(p, {{2100, 0, 0, 1000, 700}}, 2e-2);
+}
+
 // One sequence of 2 x 131072 tokens, gates very near 1, packed fp32 initial state.
 TEST_F(GdnDistributedGpu, TwoTimes131072GatesNearOne) {
   Problem p({262144}, 2, 2, 2, 0.9995, 1.0, 103);
