@@ -63,7 +63,7 @@ PrefillParams prefill_fast_params(const PrefillArgs& a) {
   return p;
 }
 
-void run_prefill_fast(const PrefillArgs& args, Stream stream, int ctas) {
+void run_prefill_fast(const PrefillArgs& args, Stream stream, int ctas, unsigned long long* profile) {
   const PrefillParams params = prefill_fast_params(args);
   const int device = args.q.device.index;
   if (!args.q.device.is_cuda()) check::fail(kPrefillOp, "q", "be a CUDA tensor (fast kernel)", "a CPU tensor");
@@ -76,9 +76,9 @@ void run_prefill_fast(const PrefillArgs& args, Stream stream, int ctas) {
     prepare_prefill_fast<InputType::kFloat16>();
   });
   if (args.q.dtype == DType::kBFloat16) {
-    launch_prefill_fast<InputType::kBFloat16>(params, ctas, stream);
+    launch_prefill_fast<InputType::kBFloat16>(params, ctas, stream, profile);
   } else {
-    launch_prefill_fast<InputType::kFloat16>(params, ctas, stream);
+    launch_prefill_fast<InputType::kFloat16>(params, ctas, stream, profile);
   }
 }
 

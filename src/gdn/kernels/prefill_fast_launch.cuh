@@ -15,12 +15,12 @@ void prepare_prefill_fast() {
 }
 
 template <InputType kType>
-void launch_prefill_fast(const PrefillParams& params, int ctas, Stream stream) {
+void launch_prefill_fast(const PrefillParams& params, int ctas, Stream stream, unsigned long long* profile) {
   const std::int64_t items = static_cast<std::int64_t>(params.num_seqs) * params.num_state_heads;
   if (items == 0 || params.total_tokens == 0) return;
   const unsigned grid = static_cast<unsigned>(items < ctas ? items : ctas);
   kernels::fast::gdn_prefill_fast_kernel<kType>
-      <<<grid, kernels::fast::FastConfig::kThreads, kernels::fast::FastSmem::kBytes, stream>>>(params);
+      <<<grid, kernels::fast::FastConfig::kThreads, kernels::fast::FastSmem::kBytes, stream>>>(params, profile);
   FASTINFER_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -27,9 +27,11 @@ struct FastConfig {
 };
 
 // Gates of one chunk (fp32, 64 each): G = cumsum log alpha, e^G, e^{G_63 - G} (the decay of
-// token t to the chunk end; padded tokens have alpha = 1 so G_63 is the last real token's G), beta.
+// token t to the chunk end; padded tokens have alpha = 1 so G_63 is the last real token's G), beta,
+// and the raw alpha and beta values as loaded (cp.async, one chunk ahead).
 struct FastGates {
-  static constexpr int kG = 0, kExpG = 64, kDecayToEnd = 128, kBeta = 192, kFloats = 256;
+  static constexpr int kG = 0, kExpG = 64, kDecayToEnd = 128, kBeta = 192, kRawAlpha = 256, kRawBeta = 320;
+  static constexpr int kFloats = 384;
 };
 
 struct FastSmem {

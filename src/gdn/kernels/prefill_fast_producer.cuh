@@ -27,7 +27,8 @@ struct ChunkSource {
   int head;             // state head (gate column)
 };
 
-// q, k, v rows [0, len) into the stage (16-byte cp.async), zero rows after; not waited for.
+// q, k, v rows [0, len) into the stage (16-byte cp.async), zero rows after, and the raw alpha and
+// beta of the chunk (4-byte cp.async); committed as one group, not waited for.
 template <class Element>
 __device__ __forceinline__ void issue_tile_loads(unsigned char* stage, const ChunkSource& src, const PrefillParams& p,
                                                  int ptid) {
@@ -48,22 +49,30 @@ __device__ __forceinline__ void issue_tile_loads(unsigned char* stage, const Chu
       cp_async_16(dst + r * Cfg::kPitchD + 8 * c, from, inside ? 16 : 0);
     }
   }
+  float* gates = reinterpret_cast<float*>(stage + FastSmem::kGates);
+  const int t = ptid % Cfg::kChunk;
+  const float* gate = ptid < Cfg::kChunk ? p.alpha : p.beta;
+  const std::int64_t stride = ptid < Cfg::kChunk ? p.alpha_stride_token : p.beta_stride_token;
+  if (gate != nullptr) {
+    const bool inside = t < src.len;
+    cp_async_4(gates + (ptid < Cfg::kChunk ? FastGates::kRawAlpha : FastGates::kRawBeta) + t,
+               inside ? gate + (src.token0 + t) * stride + src.head : gate, inside ? 4 : 0);
+  }
   cp_async_commit();
 }
 
-// One warp: G[t] = sum_{s <= t} max(log alpha_s, kMinLogAlpha) and beta[t]; padded tokens get
-// alpha = 1, beta = 0 so they change nothing.
-__device__ __forceinline__ void load_gates(const PrefillParams& p, const ChunkSource& src, float* gates, int lane) {
+// One warp: G[t] = sum_{s <= t} max(log alpha_s, kMinLogAlpha) and beta[t] from the raw values
+// in the stage; padded tokens get alpha = 1, beta = 0 so they change nothing.
+__device__ __forceinline__ void compute_gates(const PrefillParams& p, int len, float* gates, int lane) {
   float log_alpha[2], b[2];
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
     const int t = 2 * lane + i;
     log_alpha[i] = 0.0f;
     b[i] = 0.0f;
-    if (t < src.len) {
-      const std::int64_t token = src.token0 + t;
-      if (p.alpha) log_alpha[i] = fmaxf(logf(p.alpha[token * p.alpha_stride_token + src.head]), FastConfig::kMinLogAlpha);
-      b[i] = p.beta ? p.beta[token * p.beta_stride_token + src.head] : 1.0f;
+    if (t < len) {
+      if (p.alpha) log_alpha[i] = fmaxf(logf(gates[FastGates::kRawAlpha + t]), FastConfig::kMinLogAlpha);
+      b[i] = p.beta ? gates[FastGates::kRawBeta + t] : 1.0f;
     }
   }
   float prefix = log_alpha[0] + log_alpha[1];
@@ -78,21 +87,42 @@ __device__ __forceinline__ void load_gates(const PrefillParams& p, const ChunkSo
   gates[FastGates::kBeta + 2 * lane + 1] = b[1];
 }
 
-// x <- x * rsqrt(sum x^2 + 1e-6) per row (one warp per row), rounded back to the operand type.
+// x <- x * rsqrt(sum x^2 + 1e-6) per row, rounded back to the operand type: 8 lanes per row
+// (16 elements each, two 16-byte vectors), four rows per warp and step.
 template <InputType kType>
 __device__ __forceinline__ void l2_normalise_rows(typename Operand<kType>::Element* tile, int len, int pwarp, int lane) {
   using Cfg = FastConfig;
   using Op = Operand<kType>;
-  for (int r = pwarp; r < len; r += Cfg::kProducerWarps) {
-    auto* row = tile + r * Cfg::kPitchD + 4 * lane;
-    float x[4], sum = 0.0f;
+  constexpr int kLanesPerRow = 8, kRowsPerStep = 32 / kLanesPerRow * Cfg::kProducerWarps;
+  for (int r0 = 0; r0 < len; r0 += kRowsPerStep) {
+    const int r = r0 + pwarp * (32 / kLanesPerRow) + lane / kLanesPerRow;
+    auto* row = tile + r * Cfg::kPitchD + 8 * (lane % kLanesPerRow);
+    uint4 raw[2] = {*reinterpret_cast<const uint4*>(row), *reinterpret_cast<const uint4*>(row + 64)};
+    float sum = 0.0f;
 #pragma unroll
-    for (int i = 0; i < 4; ++i) x[i] = Op::to_float(row[i]), sum += x[i] * x[i];
+    for (int h = 0; h < 2; ++h) {
+      const std::uint32_t words[4] = {raw[h].x, raw[h].y, raw[h].z, raw[h].w};
 #pragma unroll
-    for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, offset);
+      for (int i = 0; i < 4; ++i) {
+        const float2 x = unpack_pair<kType>(words[i]);
+        sum += x.x * x.x + x.y * x.y;
+      }
+    }
+#pragma unroll
+    for (int offset = kLanesPerRow / 2; offset > 0; offset /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, offset);
     const float inv = rsqrtf(sum + 1e-6f);
+    if (r < len) {
 #pragma unroll
-    for (int i = 0; i < 4; ++i) row[i] = Op::round(x[i] * inv);
+      for (int h = 0; h < 2; ++h) {
+        std::uint32_t words[4] = {raw[h].x, raw[h].y, raw[h].z, raw[h].w};
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          const float2 x = unpack_pair<kType>(words[i]);
+          words[i] = pack_pair<kType>(x.x * inv, x.y * inv);
+        }
+        *reinterpret_cast<uint4*>(row + 64 * h) = make_uint4(words[0], words[1], words[2], words[3]);
+      }
+    }
   }
 }
 
@@ -200,37 +230,43 @@ __device__ __forceinline__ void invert_unit_lower(const float* a, float* inverse
   }
 }
 
-// One chunk into `stage`: returns after the stage is complete for this thread (the caller
-// arrives on the stage's full barrier).
+// Phase 1 of a chunk whose loads were issued earlier: wait for them, gates, L2 norm, e^G,
+// A0 and P. Ends with a producer barrier (A0 complete).
 template <InputType kType>
-__device__ __forceinline__ void produce_chunk(const PrefillParams& p, const ChunkSource& src, unsigned char* stage,
-                                              unsigned char* smem, int ptid) {
+__device__ __forceinline__ void prepare_chunk(const PrefillParams& p, int len, unsigned char* stage, unsigned char* smem,
+                                              int ptid) {
   using Cfg = FastConfig;
-  using Op = Operand<kType>;
-  using Element = typename Op::Element;
+  using Element = typename Operand<kType>::Element;
   const int pwarp = ptid / 32, lane = ptid % 32;
   float* gates = reinterpret_cast<float*>(stage + FastSmem::kGates);
-  float* a0 = reinterpret_cast<float*>(smem + FastSmem::kA0);
-  float* inverse = reinterpret_cast<float*>(smem + FastSmem::kInverse);
-  float* scratch = reinterpret_cast<float*>(smem + FastSmem::kScratch);
-
-  issue_tile_loads<Element>(stage, src, p, ptid);
-  if (pwarp == 0) load_gates(p, src, gates, lane);
   cp_async_wait_all();
   producer_sync();
+  if (pwarp == 0) compute_gates(p, len, gates, lane);
   if (p.use_qk_l2norm) {
-    l2_normalise_rows<kType>(reinterpret_cast<Element*>(stage + FastSmem::kQ), src.len, pwarp, lane);
-    l2_normalise_rows<kType>(reinterpret_cast<Element*>(stage + FastSmem::kK), src.len, pwarp, lane);
-    producer_sync();
+    l2_normalise_rows<kType>(reinterpret_cast<Element*>(stage + FastSmem::kQ), len, pwarp, lane);
+    l2_normalise_rows<kType>(reinterpret_cast<Element*>(stage + FastSmem::kK), len, pwarp, lane);
   }
+  producer_sync();
   if (ptid < Cfg::kChunk) {
     const float g = gates[FastGates::kG + ptid];
     gates[FastGates::kExpG + ptid] = __expf(g);
     gates[FastGates::kDecayToEnd + ptid] = __expf(gates[FastGates::kG + Cfg::kChunk - 1] - g);
   }
-  compute_a0_and_p<kType>(stage, a0, pwarp, lane);
+  compute_a0_and_p<kType>(stage, reinterpret_cast<float*>(smem + FastSmem::kA0), pwarp, lane);
   producer_sync();
-  invert_unit_lower(a0, inverse, scratch, ptid);
+}
+
+// Phase 2: T = (I + A0)^-1 and T_g into the stage. The caller then arrives on the stage's full
+// barrier (each thread's writes are released by its own arrival).
+template <InputType kType>
+__device__ __forceinline__ void finish_chunk(unsigned char* stage, unsigned char* smem, int ptid) {
+  using Cfg = FastConfig;
+  using Op = Operand<kType>;
+  using Element = typename Op::Element;
+  const float* gates = reinterpret_cast<const float*>(stage + FastSmem::kGates);
+  float* inverse = reinterpret_cast<float*>(smem + FastSmem::kInverse);
+  invert_unit_lower(reinterpret_cast<const float*>(smem + FastSmem::kA0), inverse,
+                    reinterpret_cast<float*>(smem + FastSmem::kScratch), ptid);
   Element* t_gated = reinterpret_cast<Element*>(stage + FastSmem::kTGated);
   for (int i = ptid; i < Cfg::kChunk * Cfg::kChunk; i += Cfg::kProducerThreads) {
     const int t = i / Cfg::kChunk, j = i % Cfg::kChunk;

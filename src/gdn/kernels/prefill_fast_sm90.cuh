@@ -28,16 +28,62 @@ __device__ __forceinline__ std::int64_t read_offset(const void* offsets, bool is
 
 // The token range of a work item; empty (or invalid offsets) means: skip, touch nothing.
 struct WorkItem {
-  int seq, head;
-  std::int64_t bos, eos;
-  __device__ __forceinline__ WorkItem(const PrefillParams& p, std::int64_t item)
-      : seq(static_cast<int>(item / p.num_state_heads)), head(static_cast<int>(item % p.num_state_heads)) {
-    bos = read_offset(p.cu_seqlens, p.offsets_are_int64, seq);
-    eos = read_offset(p.cu_seqlens, p.offsets_are_int64, seq + 1);
+  int seq = 0, head = 0;
+  std::int64_t bos = 0, eos = 0;
+  __device__ __forceinline__ static WorkItem of(const PrefillParams& p, std::int64_t item) {
+    WorkItem w;
+    w.seq = static_cast<int>(item / p.num_state_heads);
+    w.head = static_cast<int>(item % p.num_state_heads);
+    w.bos = read_offset(p.cu_seqlens, p.offsets_are_int64, w.seq);
+    w.eos = read_offset(p.cu_seqlens, p.offsets_are_int64, w.seq + 1);
+    return w;
   }
   __device__ __forceinline__ bool empty(const PrefillParams& p) const { return bos < 0 || eos <= bos || eos > p.total_tokens; }
   __device__ __forceinline__ int chunk_len(std::int64_t token0) const {
     return static_cast<int>(eos - token0 < FastConfig::kChunk ? eos - token0 : FastConfig::kChunk);
+  }
+};
+
+// Optional phase timing of CTA 0 (benchmarks): clock64 cycles summed over its chunks, written by
+// one producer and one consumer thread at the end. Layout shared with the host: FastProfile.
+struct PhaseTimer {
+  bool on;
+  long long start = 0;
+  __device__ __forceinline__ explicit PhaseTimer(const unsigned long long* profile, bool lead)
+      : on(profile != nullptr && blockIdx.x == 0 && lead) {}
+  __device__ __forceinline__ void tick(long long& into) {
+    if (on) {
+      const long long now = clock64();
+      if (start != 0) into += now - start;
+      start = now;
+    }
+  }
+};
+
+// The producer's walk over this CTA's chunks (the consumers walk the same sequence with loops).
+struct ChunkCursor {
+  std::int64_t item, num_items, token0 = 0;
+  WorkItem w;
+  bool valid = false;
+  __device__ __forceinline__ ChunkCursor(const PrefillParams& p, std::int64_t items) : item(blockIdx.x), num_items(items) {
+    seek(p);
+  }
+  __device__ __forceinline__ void seek(const PrefillParams& p) {
+    for (valid = false; item < num_items; item += gridDim.x) {
+      w = WorkItem::of(p, item);
+      if (!w.empty(p)) {
+        token0 = w.bos;
+        valid = true;
+        return;
+      }
+    }
+  }
+  __device__ __forceinline__ void advance(const PrefillParams& p) {
+    token0 += FastConfig::kChunk;
+    if (token0 >= w.eos) {
+      item += gridDim.x;
+      seek(p);
+    }
   }
 };
 
@@ -47,38 +93,65 @@ __device__ __forceinline__ const Element* head_rows(const void* base, int head, 
   return static_cast<const Element*>(base) + static_cast<std::int64_t>(head) * heads / p.num_state_heads * stride_head;
 }
 
+template <class Element>
+__device__ __forceinline__ ChunkSource chunk_source(const PrefillParams& p, const ChunkCursor& c) {
+  const std::int64_t t0 = c.token0;
+  return ChunkSource{head_rows<Element>(p.q, c.w.head, p.num_q_heads, p, p.q_stride_head) + t0 * p.q_stride_token,
+                     head_rows<Element>(p.k, c.w.head, p.num_k_heads, p, p.k_stride_head) + t0 * p.k_stride_token,
+                     head_rows<Element>(p.v, c.w.head, p.num_v_heads, p, p.v_stride_head) + t0 * p.v_stride_token,
+                     t0, c.w.chunk_len(t0), c.w.head};
+}
+
+// The loads of chunk n + 1 are issued (into the other stage, once the consumers released it)
+// between A0/P and the inverse of chunk n, so their latency hides behind the solve.
 template <InputType kType>
 __device__ void run_producer(const PrefillParams& p, unsigned char* smem, std::uint64_t* full, std::uint64_t* empty,
-                             std::int64_t num_items) {
+                             std::int64_t num_items, unsigned long long* profile) {
   using Element = typename Operand<kType>::Element;
+  constexpr std::uint32_t kStages = FastConfig::kStages;
   const int ptid = threadIdx.x - FastConfig::kConsumerThreads;
-  std::uint32_t chunk_count = 0;
-  for (std::int64_t item = blockIdx.x; item < num_items; item += gridDim.x) {
-    const WorkItem w(p, item);
-    if (w.empty(p)) continue;
-    const Element* q = head_rows<Element>(p.q, w.head, p.num_q_heads, p, p.q_stride_head);
-    const Element* k = head_rows<Element>(p.k, w.head, p.num_k_heads, p, p.k_stride_head);
-    const Element* v = head_rows<Element>(p.v, w.head, p.num_v_heads, p, p.v_stride_head);
-    for (std::int64_t token0 = w.bos; token0 < w.eos; token0 += FastConfig::kChunk, ++chunk_count) {
-      const int s = chunk_count % FastConfig::kStages;
-      if (chunk_count >= FastConfig::kStages) mbarrier_wait(&empty[s], (chunk_count / FastConfig::kStages + 1) & 1);
-      const ChunkSource src{q + token0 * p.q_stride_token, k + token0 * p.k_stride_token, v + token0 * p.v_stride_token,
-                            token0, w.chunk_len(token0), w.head};
-      produce_chunk<kType>(p, src, smem + s * FastSmem::kStageBytes, smem, ptid);
-      mbarrier_arrive(&full[s]);
+  PhaseTimer timer(profile, ptid == 0);
+  long long prepare = 0, wait = 0, issue = 0, finish = 0, other = 0;
+  ChunkCursor cur(p, num_items);
+  if (!cur.valid) return;
+  issue_tile_loads<Element>(smem, chunk_source<Element>(p, cur), p, ptid);
+  std::uint32_t n = 0;
+  for (; cur.valid; ++n) {
+    unsigned char* stage = smem + (n % kStages) * FastSmem::kStageBytes;
+    timer.tick(other);
+    prepare_chunk<kType>(p, cur.w.chunk_len(cur.token0), stage, smem, ptid);
+    timer.tick(prepare);
+    ChunkCursor next = cur;
+    next.advance(p);
+    if (next.valid) {
+      const std::uint32_t m = n + 1;
+      if (m >= kStages) mbarrier_wait(&empty[m % kStages], (m / kStages + 1) & 1);
+      timer.tick(wait);
+      issue_tile_loads<Element>(smem + (m % kStages) * FastSmem::kStageBytes, chunk_source<Element>(p, next), p, ptid);
     }
+    timer.tick(issue);
+    finish_chunk<kType>(stage, smem, ptid);
+    mbarrier_arrive(&full[n % kStages]);
+    timer.tick(finish);
+    cur = next;
+  }
+  if (timer.on) {
+    profile[0] = prepare, profile[1] = wait, profile[2] = issue, profile[3] = finish, profile[4] = other;
+    profile[5] = n;
   }
 }
 
 template <InputType kType>
 __device__ void run_consumer(const PrefillParams& p, unsigned char* smem, std::uint64_t* full, std::uint64_t* empty,
-                             std::int64_t num_items) {
+                             std::int64_t num_items, unsigned long long* profile) {
   using Element = typename Operand<kType>::Element;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const LaneCoords lc;
+  PhaseTimer timer(profile, threadIdx.x == 0);
+  long long wait = 0, compute = 0, other = 0;
   std::uint32_t chunk_count = 0;
   for (std::int64_t item = blockIdx.x; item < num_items; item += gridDim.x) {
-    const WorkItem w(p, item);
+    const WorkItem w = WorkItem::of(p, item);
     if (w.empty(p)) continue;
     const std::int64_t slot = p.state_indices ? p.state_indices[w.seq] : w.seq;
     StateFragment state;
@@ -90,10 +163,13 @@ __device__ void run_consumer(const PrefillParams& p, unsigned char* smem, std::u
     Element* out_head = static_cast<Element*>(p.output) + static_cast<std::int64_t>(w.head) * p.out_stride_head;
     for (std::int64_t token0 = w.bos; token0 < w.eos; token0 += FastConfig::kChunk, ++chunk_count) {
       const int s = chunk_count % FastConfig::kStages;
+      timer.tick(other);
       mbarrier_wait(&full[s], (chunk_count / FastConfig::kStages) & 1);
+      timer.tick(wait);
       const int len = w.chunk_len(token0);
       const ChunkOutput out{out_head + token0 * p.out_stride_token, p.out_stride_token, len, p.scale};
       consume_chunk<kType>(state, smem + s * FastSmem::kStageBytes, smem, out, warp, lane);
+      timer.tick(compute);
       mbarrier_arrive(&empty[s]);
       const std::int64_t done = token0 + len - w.bos;
       if (p.checkpoint_every > 0 && done % p.checkpoint_every == 0) {
@@ -106,10 +182,12 @@ __device__ void run_consumer(const PrefillParams& p, unsigned char* smem, std::u
     if (p.output_state.data != nullptr && slot >= 0 && slot < p.output_state.num_slots)
       store_state(state, p.output_state, slot, w.head, warp, lc);
   }
+  if (timer.on) profile[6] = wait, profile[7] = compute, profile[8] = other, profile[9] = chunk_count;
 }
 
 template <InputType kType>
-__global__ void __launch_bounds__(FastConfig::kThreads, 1) gdn_prefill_fast_kernel(const PrefillParams p) {
+__global__ void __launch_bounds__(FastConfig::kThreads, 1) gdn_prefill_fast_kernel(const PrefillParams p,
+                                                                                       unsigned long long* profile) {
   extern __shared__ __align__(128) unsigned char smem[];
   auto* full = reinterpret_cast<std::uint64_t*>(smem + FastSmem::kBarriers);
   auto* empty = full + FastConfig::kStages;
@@ -125,10 +203,10 @@ __global__ void __launch_bounds__(FastConfig::kThreads, 1) gdn_prefill_fast_kern
   // 128 x 104 + 256 x 200 <= 64K.
   if (threadIdx.x >= FastConfig::kConsumerThreads) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(FastConfig::kProducerRegisters));
-    run_producer<kType>(p, smem, full, empty, num_items);
+    run_producer<kType>(p, smem, full, empty, num_items, profile);
   } else {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(FastConfig::kConsumerRegisters));
-    run_consumer<kType>(p, smem, full, empty, num_items);
+    run_consumer<kType>(p, smem, full, empty, num_items, profile);
   }
 }
 
