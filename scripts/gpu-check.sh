@@ -12,7 +12,7 @@ MODE=all
 case "${1:-}" in --tests-only) MODE=tests; shift ;; --bench-only) MODE=bench; shift ;; esac
 FILTER=${1:-}
 
-# $OUT comes back as at most 8 files: build.log, tests.log, bench.json, bench.txt.
+# $OUT comes back as at most 8 files: build.log, tests.log, bench.json, bench.txt, bench.png.
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader
 start=$(date +%s)
 scripts/setup.sh --offline >"$OUT/build.log" 2>&1 &&
@@ -40,6 +40,7 @@ if [[ $MODE != tests ]]; then
     "$FASTINFER_BUILD_DIR/bench/fastinfer_bench" "${BENCH_ROUTINE:-all}" ${BENCH_ARGS:-} --json "$OUT/bench.json" >"$OUT/bench.txt" 2>&1
   bench_rc=$?
   cat "$OUT/bench.txt"
+  "$FASTINFER_BUILD_DIR/tools/fastinfer" plot "$OUT/bench.json" -o "$OUT/bench.png" || echo "gpu-check: plot failed"
 fi
 echo "gpu-check: build $build_rc, tests $test_rc, bench $bench_rc"
 [[ $test_rc == 0 && $bench_rc == 0 ]]
