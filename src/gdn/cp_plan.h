@@ -27,8 +27,15 @@ CpPlan make_cp_plan(std::int64_t num_seqs, std::int64_t num_state_heads, std::in
                     std::int64_t forced_chunk_len = 0);
 
 // Whether CP should run (use_cp = Auto): the per-(sequence, head) path keeps fewer than half the
-// SMs busy and some sequence is long enough to be cut in at least two chunks.
-// Starting point FlashInfer's HBM rule 2 * N * Hsab < SMs; not yet tuned on the H200.
+// SMs busy (so the plan cuts every sequence in >= 2 chunks) and some sequence has >= 1024 tokens.
+// Measured on the H200 (docs/GDN_CP.md): CP wins at N*Hsab = 8..64 from 1k tokens on (16/32 1x1k
+// 0.367 vs 0.456 ms, 2x8k 2.84 vs 4.07 ms) and loses at N*Hsab = 128 (4x8k 4.47 vs 4.03 ms: one
+// chunk per sequence, stages 1-3 are pure overhead), which is FlashInfer's 2 N Hsab < SMs.
 bool should_use_cp(std::int64_t num_seqs, std::int64_t num_state_heads, std::int64_t max_seqlen, int sm_count);
+
+// Whether use_cp = Auto may pick CP at all. Off until stage 2 carries its operands as hi + lo
+// pairs like the prefill kernel: at alpha = beta = 1 over 2000 tokens the CP final state misses
+// the bf16 state tolerance (err/tol 1.2-1.95 on the H200) while the non-CP path passes (<= 0.4).
+inline constexpr bool kCpAutoEnabled = false;
 
 }  // namespace fastinfer::gdn::detail

@@ -75,7 +75,7 @@ namespace {
 // caller gives it, else on the total token count.
 bool runs_context_parallel(const PrefillArgs& a, const PrefillShape& s, const ExecContext& ctx) {
   if (a.use_cp == UseCp::kOn) return true;
-  if (a.use_cp == UseCp::kOff || s.num_seqs > detail::kCpMaxSequences) return false;
+  if (a.use_cp == UseCp::kOff || !detail::kCpAutoEnabled || s.num_seqs > detail::kCpMaxSequences) return false;
   const std::int64_t max_len = a.max_seqlen > 0 ? std::min(a.max_seqlen, s.total_tokens) : s.total_tokens;
   return detail::should_use_cp(s.num_seqs, s.hsab, max_len, device_info(ctx.device.index).sm_count);
 }
