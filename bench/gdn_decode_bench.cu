@@ -100,19 +100,12 @@ struct Problem {
   }
 };
 
+// L<lanes>R<rows>W<warps>, then P<ctas per SM> for the pipelined kernel.
 std::string tactic_label(const gdn::DecodeTactic& t) {
-  return "L" + std::to_string(t.lanes_per_row) + "R" + std::to_string(t.rows_per_thread) + "W" + std::to_string(t.warps);
-}
-
-std::vector<gdn::DecodeTactic> all_tactics(DType state) {
-  std::vector<gdn::DecodeTactic> out;
-  for (int lanes : {8, 16})
-    for (int rows : {1, 2, 4, 8})
-      for (int warps : {1, 2, 4, 8}) {
-        const gdn::DecodeTactic t{lanes, rows, warps};
-        if (gdn::DecodeRunner::can_implement({DType::kBFloat16, state, t})) out.push_back(t);
-      }
-  return out;
+  std::string label =
+      "L" + std::to_string(t.lanes_per_row) + "R" + std::to_string(t.rows_per_thread) + "W" + std::to_string(t.warps);
+  if (t.pipelined()) label += "P" + std::to_string(t.ctas_per_sm);
+  return label;
 }
 
 nlohmann::json run_gdn_decode(const BenchOptions& options) {
@@ -129,8 +122,8 @@ nlohmann::json run_gdn_decode(const BenchOptions& options) {
 
   const double raw_launch_us = host_us_per_call([] { empty_kernel<<<1, 32>>>(); }, 300);
   std::printf("copy bandwidth %.2f TB/s; raw empty-kernel launch %.2f us host\n", ceil.copy_tbps, raw_launch_us);
-  std::printf("%-20s %-9s %9s %8s %7s %9s %9s %-9s %9s %9s\n", "shape", "tactic", "ms", "TB/s", "%copy", "floor ms",
-              "anchor ms", "best", "best ms", "host us");
+  std::printf("%-20s %-9s %9s %8s %7s %9s %9s %-9s %9s %7s %9s\n", "shape", "tactic", "ms", "TB/s", "%copy", "floor ms",
+              "anchor ms", "best", "best ms", "%best", "host us");
   nlohmann::json rows = nlohmann::json::array();
   for (const Shape& s : shapes) {
     if (!options.only_shapes.empty() && s.label().find(options.only_shapes) == std::string::npos) continue;
@@ -142,15 +135,19 @@ nlohmann::json run_gdn_decode(const BenchOptions& options) {
     const gdn::DecodeTactic chosen = gdn::choose_decode_tactic(s.state, s.batch, s.heads_v, s.tokens, info);
 
     nlohmann::json tactics = nlohmann::json::object();
+    std::string sweep;  // "label=ms" of every tactic, printed under the row
     std::string best = tactic_label(chosen);
     double best_ms = ms;
     if (!options.quick) {
-      for (const gdn::DecodeTactic& t : all_tactics(s.state)) {
+      for (const gdn::DecodeTactic& t : gdn::decode_tactics(DType::kBFloat16, s.state)) {
         auto runner = gdn::decode_runner({DType::kBFloat16, s.state, t});
         std::vector<gdn::DecodeParams> params;
         for (const auto& x : p.args) params.push_back(gdn::make_decode_params(x));
         const double t_ms = median_ms([&](int i) { runner->run(params[i % p.sets], nullptr); }, 3, 15);
         tactics[tactic_label(t)] = t_ms;
+        char item[48];
+        std::snprintf(item, sizeof item, " %s=%.4f", tactic_label(t).c_str(), t_ms);
+        sweep += item;
         if (t_ms < best_ms) best_ms = t_ms, best = tactic_label(t);
       }
     }
@@ -160,14 +157,16 @@ nlohmann::json run_gdn_decode(const BenchOptions& options) {
     FASTINFER_CUDA_CHECK(cudaDeviceSynchronize());
 
     const double anchor = anchor_ms(s);
-    std::printf("%-20s %-9s %9.4f %8.2f %6.1f%% %9.4f %9.3f %-9s %9.4f %9.2f\n", s.label().c_str(),
-                tactic_label(chosen).c_str(), ms, tbps, 100.0 * tbps / ceil.copy_tbps, floor, anchor, best.c_str(),
-                best_ms, host_us);
+    // %copy = floor / time (the floor is these bytes at the copy bandwidth); %best the same for the best tactic.
+    std::printf("%-20s %-9s %9.4f %8.2f %6.1f%% %9.4f %9.3f %-9s %9.4f %6.1f%% %9.2f\n", s.label().c_str(),
+                tactic_label(chosen).c_str(), ms, tbps, 100.0 * floor / ms, floor, anchor, best.c_str(), best_ms,
+                100.0 * floor / best_ms, host_us);
+    if (!sweep.empty()) std::printf("  sweep:%s\n", sweep.c_str());
     std::fflush(stdout);
     rows.push_back({{"shape", s.label()}, {"batch", s.batch}, {"tokens", s.tokens}, {"heads_qk", s.heads_qk},
                     {"heads_v", s.heads_v}, {"state", std::string(dtype_name(s.state))}, {"tactic", tactic_label(chosen)},
                     {"median_ms", ms}, {"tbps", tbps}, {"fraction_of_copy", tbps / ceil.copy_tbps},
-                    {"floor_ms", floor}, {"anchor_ms", anchor}, {"best_tactic", best}, {"best_ms", best_ms},
+                    {"floor_ms", floor}, {"floor_ratio", ms / floor}, {"anchor_ms", anchor}, {"best_tactic", best}, {"best_ms", best_ms},
                     {"tactics_ms", tactics}, {"host_us", host_us}, {"raw_launch_us", raw_launch_us}});
   }
   return {{"copy_tbps", ceil.copy_tbps}, {"raw_launch_us", raw_launch_us}, {"rows", rows}};

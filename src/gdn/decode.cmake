@@ -7,4 +7,8 @@ target_sources(fastinfer PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/instantiations/decode_bf16_bf16state.cu
   ${CMAKE_CURRENT_LIST_DIR}/instantiations/decode_fp16_f32state.cu
   ${CMAKE_CURRENT_LIST_DIR}/instantiations/decode_fp16_bf16state.cu
+  ${CMAKE_CURRENT_LIST_DIR}/instantiations/decode_bf16_f32state_pipelined.cu
+  ${CMAKE_CURRENT_LIST_DIR}/instantiations/decode_bf16_bf16state_pipelined.cu
+  ${CMAKE_CURRENT_LIST_DIR}/instantiations/decode_fp16_f32state_pipelined.cu
+  ${CMAKE_CURRENT_LIST_DIR}/instantiations/decode_fp16_bf16state_pipelined.cu
   ${PROJECT_SOURCE_DIR}/src/ref/gdn_decode_ref.cpp)

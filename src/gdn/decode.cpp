@@ -54,6 +54,7 @@ DecodeParams make_decode_params(const DecodeArgs& args) {
   p.scale = args.scale != 0.0f ? args.scale : 1.0f / std::sqrt(static_cast<float>(kDecodeHeadDim));
   p.use_qk_l2norm = args.use_qk_l2norm;
   p.update_state = !args.disable_state_update;
+  p.sm_count = args.q.device.is_cpu() ? 1 : device_info(args.q.device.index).sm_count;
   return p;
 }
 

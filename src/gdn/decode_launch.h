@@ -19,6 +19,16 @@ void launch_decode_sm90(const DecodeParams& params, int warps, Stream stream);
 
 using DecodeLauncher = void (*)(const DecodeParams&, int warps, Stream);
 
+// The pipelined kernel (kernels/decode_pipelined_sm90.cuh): persistent CTAs of kConsumerWarps
+// consumer warps + one producer warp, kCtasPerSm of them per SM, streaming tiles of
+// kConsumerWarps * (32 / kLanesPerRow) * kRowsPerThread rows through shared memory. More than 8
+// tokens run on the register kernel 8 x 4 (4 warps). Instantiated in
+// instantiations/decode_<act>_<state>state_pipelined.cu.
+template <DType kAct, DType kState, int kLanesPerRow, int kRowsPerThread, int kConsumerWarps, int kCtasPerSm>
+void launch_decode_pipelined_sm90(const DecodeParams& params, Stream stream);
+
+using PipelinedDecodeLauncher = void (*)(const DecodeParams&, Stream);
+
 extern template void launch_decode_sm90<DType::kBFloat16, DType::kFloat32, 8, 1>(const DecodeParams&, int, Stream);
 extern template void launch_decode_sm90<DType::kBFloat16, DType::kFloat32, 8, 2>(const DecodeParams&, int, Stream);
 extern template void launch_decode_sm90<DType::kBFloat16, DType::kFloat32, 8, 4>(const DecodeParams&, int, Stream);
@@ -35,5 +45,22 @@ extern template void launch_decode_sm90<DType::kFloat16, DType::kBFloat16, 8, 1>
 extern template void launch_decode_sm90<DType::kFloat16, DType::kBFloat16, 8, 2>(const DecodeParams&, int, Stream);
 extern template void launch_decode_sm90<DType::kFloat16, DType::kBFloat16, 8, 4>(const DecodeParams&, int, Stream);
 extern template void launch_decode_sm90<DType::kFloat16, DType::kBFloat16, 16, 4>(const DecodeParams&, int, Stream);
+
+extern template void launch_decode_pipelined_sm90<DType::kBFloat16, DType::kFloat32, 8, 4, 8, 1>(const DecodeParams&, Stream);
+extern template void launch_decode_pipelined_sm90<DType::kBFloat16, DType::kFloat32, 8, 2, 16, 1>(const DecodeParams&, Stream);
+extern template void launch_decode_pipelined_sm90<DType::kBFloat16, DType::kFloat32, 16, 4, 16, 1>(const DecodeParams&, Stream);
+extern template void launch_decode_pipelined_sm90<DType::kBFloat16, DType::kFloat32, 8, 2, 4, 2>(const DecodeParams&, Stream);
+extern template void launch_decode_pipelined_sm90<DType::kBFloat16, DType::kBFloat16, 8, 4, 8, 1>(const DecodeParams&, Stream);
+extern template void launch_decode_pipelined_sm90<DType::kBFloat16, DType::kBFloat16, 8, 2, 16, 1>(const DecodeParams&, Stream);
+extern template void launch_decode_pipelined_sm90<DType::kBFloat16, DType::kBFloat16, 16, 4, 16, 1>(const DecodeParams&, Stream);
+extern template void launch_decode_pipelined_sm90<DType::kBFloat16, DType::kBFloat16, 8, 2, 4, 2>(const DecodeParams&, Stream);
+extern template void launch_decode_pipelined_sm90<DType::kFloat16, DType::kFloat32, 8, 4, 8, 1>(const DecodeParams&, Stream);
+extern template void launch_decode_pipelined_sm90<DType::kFloat16, DType::kFloat32, 8, 2, 16, 1>(const DecodeParams&, Stream);
+extern template void launch_decode_pipelined_sm90<DType::kFloat16, DType::kFloat32, 16, 4, 16, 1>(const DecodeParams&, Stream);
+extern template void launch_decode_pipelined_sm90<DType::kFloat16, DType::kFloat32, 8, 2, 4, 2>(const DecodeParams&, Stream);
+extern template void launch_decode_pipelined_sm90<DType::kFloat16, DType::kBFloat16, 8, 4, 8, 1>(const DecodeParams&, Stream);
+extern template void launch_decode_pipelined_sm90<DType::kFloat16, DType::kBFloat16, 8, 2, 16, 1>(const DecodeParams&, Stream);
+extern template void launch_decode_pipelined_sm90<DType::kFloat16, DType::kBFloat16, 16, 4, 16, 1>(const DecodeParams&, Stream);
+extern template void launch_decode_pipelined_sm90<DType::kFloat16, DType::kBFloat16, 8, 2, 4, 2>(const DecodeParams&, Stream);
 
 }  // namespace fastinfer::gdn

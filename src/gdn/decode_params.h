@@ -48,6 +48,7 @@ struct DecodeParams {
   float scale;             // resolved (never 0)
   bool use_qk_l2norm;
   bool update_state;       // !disable_state_update
+  int sm_count;            // of the device the tensors are on (the pipelined kernel's grid)
 };
 
 // The kernel view of validated arguments (scale resolved, output indices defaulted). Defined in

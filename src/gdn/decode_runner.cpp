@@ -16,6 +16,13 @@ struct LauncherEntry {
   DecodeLauncher launch;
 };
 
+// A pipelined kernel is one fixed tactic (its warps and CTAs per SM are template arguments).
+struct PipelinedEntry {
+  DType act, state;
+  DecodeTactic tactic;
+  PipelinedDecodeLauncher launch;
+};
+
 template <DType kAct, DType kState>
 constexpr std::array<LauncherEntry, 4> launchers_for() {
   return {{
@@ -26,14 +33,30 @@ constexpr std::array<LauncherEntry, 4> launchers_for() {
   }};
 }
 
+template <DType kAct, DType kState>
+constexpr std::array<PipelinedEntry, 4> pipelined_for() {
+  return {{
+      {kAct, kState, {8, 4, 8, 1}, &launch_decode_pipelined_sm90<kAct, kState, 8, 4, 8, 1>},
+      {kAct, kState, {8, 2, 16, 1}, &launch_decode_pipelined_sm90<kAct, kState, 8, 2, 16, 1>},
+      {kAct, kState, {16, 4, 16, 1}, &launch_decode_pipelined_sm90<kAct, kState, 16, 4, 16, 1>},
+      {kAct, kState, {8, 2, 4, 2}, &launch_decode_pipelined_sm90<kAct, kState, 8, 2, 4, 2>},
+  }};
+}
+
 // Every instantiated kernel (decode_launch.h).
 const std::array<std::array<LauncherEntry, 4>, 4> kLaunchers = {
     launchers_for<DType::kBFloat16, DType::kFloat32>(), launchers_for<DType::kBFloat16, DType::kBFloat16>(),
     launchers_for<DType::kFloat16, DType::kFloat32>(), launchers_for<DType::kFloat16, DType::kBFloat16>()};
+const std::array<std::array<PipelinedEntry, 4>, 4> kPipelined = {
+    pipelined_for<DType::kBFloat16, DType::kFloat32>(), pipelined_for<DType::kBFloat16, DType::kBFloat16>(),
+    pipelined_for<DType::kFloat16, DType::kFloat32>(), pipelined_for<DType::kFloat16, DType::kBFloat16>()};
+
+// The register kernel takes any warp count whose CTA rows divide a state.
+constexpr int kRegisterWarpCounts[] = {1, 2, 4, 8};
 
 DecodeLauncher find_launcher(const DecodeConfig& c) {
   const DecodeTactic& t = c.tactic;
-  if (t.warps < 1 || t.warps * 32 > 256) return nullptr;
+  if (t.pipelined() || t.warps < 1 || t.warps * 32 > 256) return nullptr;
   const int rows = t.rows_per_cta();
   if (rows <= 0 || rows > kDecodeHeadDim || kDecodeHeadDim % rows != 0) return nullptr;
   for (const auto& family : kLaunchers)
@@ -44,24 +67,49 @@ DecodeLauncher find_launcher(const DecodeConfig& c) {
   return nullptr;
 }
 
+PipelinedDecodeLauncher find_pipelined_launcher(const DecodeConfig& c) {
+  for (const auto& family : kPipelined)
+    for (const PipelinedEntry& e : family)
+      if (e.act == c.act && e.state == c.state && e.tactic == c.tactic) return e.launch;
+  return nullptr;
+}
+
 }  // namespace
 
-bool DecodeRunner::can_implement(const DecodeConfig& config) { return find_launcher(config) != nullptr; }
+bool DecodeRunner::can_implement(const DecodeConfig& config) {
+  return find_launcher(config) != nullptr || find_pipelined_launcher(config) != nullptr;
+}
 
-DecodeRunner::DecodeRunner(const DecodeConfig& config) : config_(config), launch_(find_launcher(config)) {
-  if (launch_ == nullptr) {
+DecodeRunner::DecodeRunner(const DecodeConfig& config)
+    : config_(config), launch_(find_launcher(config)), pipelined_launch_(find_pipelined_launcher(config)) {
+  if (launch_ == nullptr && pipelined_launch_ == nullptr) {
     const DecodeTactic& t = config.tactic;
     throw Error(Error::Kind::kValue,
                 "gdn::decode: no kernel for activations " + std::string(dtype_name(config.act)) + ", state " +
                     std::string(dtype_name(config.state)) + ", tactic lanes_per_row=" +
                     std::to_string(t.lanes_per_row) + " rows_per_thread=" + std::to_string(t.rows_per_thread) +
-                    " warps=" + std::to_string(t.warps));
+                    " warps=" + std::to_string(t.warps) + " ctas_per_sm=" + std::to_string(t.ctas_per_sm));
   }
 }
 
 std::shared_ptr<const DecodeRunner> decode_runner(const DecodeConfig& config) {
   static RunnerCache<DecodeConfig, DecodeRunner, DecodeConfigHash> cache;
   return cache.get_or_create(config, [&] { return std::make_shared<const DecodeRunner>(config); });
+}
+
+std::vector<DecodeTactic> decode_tactics(DType act, DType state) {
+  std::vector<DecodeTactic> out;
+  for (const auto& family : kLaunchers)
+    for (const LauncherEntry& e : family)
+      if (e.act == act && e.state == state)
+        for (int warps : kRegisterWarpCounts) {
+          const DecodeTactic t{e.lanes_per_row, e.rows_per_thread, warps, 0};
+          if (find_launcher({act, state, t}) != nullptr) out.push_back(t);
+        }
+  for (const auto& family : kPipelined)
+    for (const PipelinedEntry& e : family)
+      if (e.act == act && e.state == state) out.push_back(e.tactic);
+  return out;
 }
 
 DecodeTactic choose_decode_tactic(DType state, long long batch, int heads_v, int tokens, const DeviceInfo& device) {

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <vector>
 
 #include "fastinfer/context.h"
 #include "fastinfer/dtype.h"
@@ -16,16 +17,21 @@ struct DeviceInfo;
 
 namespace fastinfer::gdn {
 
-// How the state rows are spread over a CTA: kLanesPerRow lanes share a row, each thread keeps
-// rows_per_thread rows in registers, a CTA has `warps` warps and owns
+// How the state rows are spread over a CTA: lanes_per_row lanes share a row, each thread keeps
+// rows_per_thread rows in registers, a CTA has `warps` (consumer) warps and works on blocks of
 // warps * (32 / lanes_per_row) * rows_per_thread of the 128 rows of one (sequence, head) state.
+// ctas_per_sm == 0: the register kernel, one CTA per block, loads straight into registers.
+// ctas_per_sm > 0: the pipelined kernel, that many persistent CTAs per SM (each with one more,
+// producer, warp) streaming blocks through a ring of shared-memory stages with bulk copies.
 struct DecodeTactic {
   int lanes_per_row = 8;
   int rows_per_thread = 2;
   int warps = 4;
+  int ctas_per_sm = 0;
   friend bool operator==(const DecodeTactic&, const DecodeTactic&) = default;
 
   int rows_per_cta() const { return warps * (32 / lanes_per_row) * rows_per_thread; }
+  bool pipelined() const { return ctas_per_sm > 0; }
 };
 
 struct DecodeConfig {
@@ -40,7 +46,8 @@ struct DecodeConfigHash {
     std::size_t h = static_cast<std::size_t>(c.act) * 31 + static_cast<std::size_t>(c.state);
     h = h * 31 + static_cast<std::size_t>(c.tactic.lanes_per_row);
     h = h * 31 + static_cast<std::size_t>(c.tactic.rows_per_thread);
-    return h * 31 + static_cast<std::size_t>(c.tactic.warps);
+    h = h * 31 + static_cast<std::size_t>(c.tactic.warps);
+    return h * 31 + static_cast<std::size_t>(c.tactic.ctas_per_sm);
   }
 };
 
@@ -53,12 +60,19 @@ class DecodeRunner {
 
   const DecodeConfig& config() const { return config_; }
   // Launches on `stream` (the device must be current). No allocation, no synchronisation.
-  void run(const DecodeParams& params, Stream stream) const { launch_(params, config_.tactic.warps, stream); }
+  void run(const DecodeParams& params, Stream stream) const {
+    if (pipelined_launch_) pipelined_launch_(params, stream);
+    else launch_(params, config_.tactic.warps, stream);
+  }
 
  private:
   DecodeConfig config_;
   DecodeLauncher launch_ = nullptr;
+  PipelinedDecodeLauncher pipelined_launch_ = nullptr;
 };
+
+// Every tactic instantiated for activations `act` and pool `state` (tests, benchmark sweeps).
+std::vector<DecodeTactic> decode_tactics(DType act, DType state);
 
 // The cached runner of `config` (built on first use).
 std::shared_ptr<const DecodeRunner> decode_runner(const DecodeConfig& config);

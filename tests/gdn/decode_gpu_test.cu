@@ -1,8 +1,9 @@
 // gdn::decode on the GPU against the fp64 CPU reference: batch 1..512, T 1..4, GVA 16/32, 16/64
 // and equal heads, fp32 and bf16 pools, padding, in-place and out-of-place slots,
 // disable_state_update, intermediate states, fp16 activations, extreme gates, strided inputs,
-// every tactic, CUDA-graph capture. Outputs and intermediates are poisoned with NaN and unused
-// pool slots with NaN; slots nobody writes must come back bit-identical.
+// every tactic (the pipelined ones also on batches much larger than the resident CTAs), CUDA-graph
+// capture. Outputs and intermediates are poisoned with NaN and unused pool slots with NaN; slots
+// nobody writes must come back bit-identical.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "decode_problem.h"
+#include "fastinfer/device.h"
 #include "fastinfer/gdn.h"
 #include "gdn/decode_params.h"
 #include "gdn/decode_runner.h"
@@ -275,21 +277,81 @@ TEST_F(GdnDecodeGpuExtra, StridedActivationsAndGates) {
   expect_close("state", got.state, cpu.state, 0, cpu.state.numel(), tolerance_for(DType::kBFloat16));
 }
 
+std::string tactic_name(DType state, const gdn::DecodeTactic& t) {
+  return "state " + std::string(dtype_name(state)) + " lanes " + std::to_string(t.lanes_per_row) + " rows " +
+         std::to_string(t.rows_per_thread) + " warps " + std::to_string(t.warps) + " ctas/SM " + std::to_string(t.ctas_per_sm);
+}
+
 TEST_F(GdnDecodeGpuExtra, EveryTacticMatchesReference) {
   for (DType state : {DType::kFloat32, DType::kBFloat16})
-    for (int lanes : {8, 16})
-      for (int rows : {1, 2, 4, 8})
-        for (int warps : {1, 2, 4, 8}) {
-          const gdn::DecodeConfig config{DType::kBFloat16, state, {lanes, rows, warps}};
-          if (!gdn::DecodeRunner::can_implement(config)) continue;
-          SCOPED_TRACE("state " + std::string(dtype_name(state)) + " lanes " + std::to_string(lanes) + " rows " +
-                       std::to_string(rows) + " warps " + std::to_string(warps));
-          DecodeShape s = shape(5, 3, 2, 4, state);
-          s.padded = 1; s.out_of_place = true; s.with_intermediate = true;
-          check_against_reference(make_decode_problem(s, 900 + lanes * 100 + rows * 10 + warps),
-                                  gdn::decode_runner(config).get());
-          if (HasFatalFailure() || HasFailure()) return;
-        }
+    for (const gdn::DecodeTactic& t : gdn::decode_tactics(DType::kBFloat16, state)) {
+      const gdn::DecodeConfig config{DType::kBFloat16, state, t};
+      ASSERT_TRUE(gdn::DecodeRunner::can_implement(config));
+      SCOPED_TRACE(tactic_name(state, t));
+      DecodeShape s = shape(5, 3, 2, 4, state);
+      s.padded = 1; s.out_of_place = true; s.with_intermediate = true;
+      check_against_reference(make_decode_problem(s, 900 + t.lanes_per_row * 100 + t.rows_per_thread * 10 + t.warps + t.ctas_per_sm * 7),
+                              gdn::decode_runner(config).get());
+      if (HasFatalFailure() || HasFailure()) return;
+    }
+}
+
+// The pipelined kernel on batches with many more tiles than resident CTAs (every stage of the ring
+// reused many times, both barrier phases), padded sequences at random positions (negative
+// indices), in-place and out-of-place pools, verification only, fp16 activations, and the longest
+// staged MTP window (8 tokens) next to one that falls back to the register kernel (9).
+TEST_F(GdnDecodeGpuExtra, PipelinedTacticsOnLargeBatches) {
+  int tested = 0;
+  for (DType state : {DType::kFloat32, DType::kBFloat16})
+    for (const gdn::DecodeTactic& t : gdn::decode_tactics(DType::kBFloat16, state)) {
+      if (!t.pipelined()) continue;
+      SCOPED_TRACE(tactic_name(state, t));
+      const std::uint64_t seed = 2000 + t.rows_per_thread * 10 + t.warps + t.ctas_per_sm * 7 + (state == DType::kFloat32);
+      {  // in place, padding, T = 2: 48 x 32 states, >= 11 tiles per resident CTA
+        DecodeShape s = shape(48, 2, 16, 32, state);
+        s.padded = 9;
+        check_against_reference(make_decode_problem(s, seed), gdn::decode_runner({DType::kBFloat16, state, t}).get());
+      }
+      {  // out of place, T = 1, equal heads
+        DecodeShape s = shape(80, 1, 16, 16, state);
+        s.out_of_place = true; s.padded = 3;
+        check_against_reference(make_decode_problem(s, seed + 1), gdn::decode_runner({DType::kBFloat16, state, t}).get());
+      }
+      {  // verification only with intermediate states, T = 4
+        DecodeShape s = shape(9, 4, 4, 8, state);
+        s.with_intermediate = true; s.intermediate = DType::kBFloat16; s.padded = 2;
+        DecodeProblem p = make_decode_problem(s, seed + 2);
+        p.disable_state_update = true;
+        check_against_reference(std::move(p), gdn::decode_runner({DType::kBFloat16, state, t}).get());
+      }
+      {  // fp16 activations and gates, out of place, T = 8 (the longest staged window)
+        DecodeShape s = shape(24, 8, 8, 16, state);
+        s.act = DType::kFloat16; s.gate = DType::kFloat16; s.out_of_place = true; s.padded = 2;
+        check_against_reference(make_decode_problem(s, seed + 3), gdn::decode_runner({DType::kFloat16, state, t}).get());
+      }
+      {  // T = 9: runs on the register kernel
+        DecodeShape s = shape(6, 9, 2, 4, state);
+        s.with_intermediate = true; s.padded = 1;
+        check_against_reference(make_decode_problem(s, seed + 4), gdn::decode_runner({DType::kBFloat16, state, t}).get());
+      }
+      ++tested;
+      if (HasFatalFailure() || HasFailure()) return;
+    }
+  EXPECT_GT(tested, 0) << "no pipelined tactic instantiated";
+}
+
+// What the dispatch picks must be an instantiated tactic for every bucket of the heuristic.
+TEST_F(GdnDecodeGpuExtra, HeuristicPicksInstantiatedTactics) {
+  const DeviceInfo& info = device_info(0);
+  for (DType act : {DType::kBFloat16, DType::kFloat16})
+    for (DType state : {DType::kFloat32, DType::kBFloat16})
+      for (long long batch : {1, 2, 4, 8, 32, 64, 256, 512, 4096})
+        for (int heads_v : {4, 16, 32, 64})
+          for (int tokens : {1, 2, 4, 8, 9}) {
+            const gdn::DecodeTactic t = gdn::choose_decode_tactic(state, batch, heads_v, tokens, info);
+            EXPECT_TRUE(gdn::DecodeRunner::can_implement({act, state, t}))
+                << tactic_name(state, t) << " for B " << batch << " HV " << heads_v << " T " << tokens;
+          }
 }
 
 TEST_F(GdnDecodeGpuExtra, GraphCaptureOnAStream) {

@@ -4,19 +4,12 @@
 //
 // Work split. A CTA owns a block of V rows (all 128 K columns) of one (sequence, head) state.
 // Each row belongs to a group of kLanesPerRow consecutive lanes; a lane holds kElems columns of
-// it in fp32 registers, laid out so that one warp-wide access covers whole 32-byte sectors
-// (column of element (chunk c, i) = (c * kLanesPerRow + lane_in_row) * kChunkElems + i). Rows of a
-// thread are `groups` apart so that all rows of the block are touched by each access wave.
-//
-// Per token (rows are independent), with q and k normalised:
-//   hk = H[row] . k,  hq = H[row] . q       (one reduce-scatter over the row's lanes for all rows)
-//   u  = beta * (v[row] - alpha * hk)
-//   H[row] = alpha * H[row] + u * k          (== alpha H (I - beta k k^T) + beta v k^T)
-//   o[row] = scale * (alpha * hq + u * k.q)  (== scale * H_new[row] . q)
-// The state stays in registers across the T tokens, so T = 4 moves the bytes of T = 1. What is
-// per token and not per row (normalised q and k, k.q, gates, v of the CTA's rows) is computed once
-// per CTA into shared memory, for up to kStageTokens tokens at a time, while the state loads are
-// in flight.
+// it in fp32 registers (RowSlice in decode_token_step.cuh, which also holds the per-token math).
+// Rows of a thread are `groups` apart so that all rows of the block are touched by each access
+// wave. All state loads of a thread are issued before any math. The state stays in registers
+// across the T tokens, so T = 4 moves the bytes of T = 1. What is per token and not per row
+// (normalised q and k, k.q, gates, v of the CTA's rows) is computed once per CTA into shared
+// memory, for up to kStageTokens tokens at a time, while the state loads are in flight.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -24,31 +17,13 @@
 #include "fastinfer/context.h"
 #include "fastinfer/dtype.h"
 #include "gdn/decode_params.h"
+#include "gdn/kernels/decode_token_step.cuh"
 #include "gdn/kernels/decode_vector_io.cuh"
 #include "runtime/cuda_check.h"
 
 namespace fastinfer::gdn::decode_sm90 {
 
 inline constexpr int kMaxThreads = 256;  // the largest tactic: 8 warps
-
-// How one lane's columns of a row are laid out. kLanesPerRow trades registers (columns per lane,
-// also the q and k registers) against shuffles (log2(kLanesPerRow) levels per reduction).
-template <class State, int kLanesPerRow>
-struct RowSlice {
-  static constexpr int kChunkElems = 16 / int(sizeof(State));  // one 16-byte state access
-  static constexpr int kChunks = kDecodeHeadDim / (kLanesPerRow * kChunkElems);
-  static constexpr int kElems = kChunks * kChunkElems;  // columns per lane
-  static_assert(kElems * kLanesPerRow == kDecodeHeadDim);
-
-  __device__ static int column(int chunk, int lane_in_row) { return (chunk * kLanesPerRow + lane_in_row) * kChunkElems; }
-};
-
-template <class T, class Slice>
-__device__ __forceinline__ void store_row_slice(T* row, int lane_in_row, const float* x) {
-#pragma unroll
-  for (int c = 0; c < Slice::kChunks; ++c)
-    store_floats<T, Slice::kChunkElems>(row + Slice::column(c, lane_in_row), x + c * Slice::kChunkElems);
-}
 
 // Tokens whose q, k, v and gates are staged in shared memory at a time (any T is processed in
 // stages). 8 covers every MTP depth in use with 12.4 KB of shared memory per CTA.
@@ -62,12 +37,6 @@ struct StageSmem {
   float v[kStageTokens][kDecodeHeadDim];  // indexed by row - first row of the CTA
   float alpha[kStageTokens], beta[kStageTokens], kq[kStageTokens];
 };
-
-__device__ __forceinline__ float warp_sum(float x) {
-#pragma unroll
-  for (int offset = 16; offset > 0; offset /= 2) x += __shfl_xor_sync(0xffffffffu, x, offset);
-  return x;
-}
 
 template <class Act>
 __device__ __forceinline__ Act* token_row(const TokenTensor& t, int seq, int token, int head) {
@@ -84,32 +53,18 @@ __device__ void stage_tokens(const DecodeParams& p, StageSmem& smem, int seq, in
     float q[4], k[4];
     load_floats<Act, 4, LoadPolicy::kReadOnly>(token_row<const Act>(p.q, seq, t0 + j, head_qk) + 4 * lane, q);
     load_floats<Act, 4, LoadPolicy::kReadOnly>(token_row<const Act>(p.k, seq, t0 + j, head_qk) + 4 * lane, k);
-    float q_scale = 1.0f, k_scale = 1.0f;
-    if (p.use_qk_l2norm) {  // x * rsqrt(sum x^2 + 1e-6)
-      float qq = 0.0f, kk = 0.0f;
-#pragma unroll
-      for (int i = 0; i < 4; ++i) qq = fmaf(q[i], q[i], qq), kk = fmaf(k[i], k[i], kk);
-      q_scale = rsqrtf(warp_sum(qq) + 1e-6f);
-      k_scale = rsqrtf(warp_sum(kk) + 1e-6f);
-    }
-    float kq = 0.0f;
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      q[i] *= q_scale;
-      k[i] *= k_scale;
-      kq = fmaf(k[i], q[i], kq);
-    }
-    kq = warp_sum(kq);
+    const float kq = normalise_qk(q, k, p.use_qk_l2norm);
     *reinterpret_cast<float4*>(&smem.q[j][4 * lane]) = make_float4(q[0], q[1], q[2], q[3]);
     *reinterpret_cast<float4*>(&smem.k[j][4 * lane]) = make_float4(k[0], k[1], k[2], k[3]);
     if (lane == 0) {
       const GateTensor& a = p.a;
       const GateTensor& b = p.b;
-      const float x = load_gate_scalar(a.data, seq * a.stride_b + (t0 + j) * a.stride_t + head_v * a.stride_h, a.type) + dt_bias;
-      const float softplus = x > 20.0f ? x : log1pf(expf(x));  // threshold 20
-      const float b_val = load_gate_scalar(b.data, seq * b.stride_b + (t0 + j) * b.stride_t + head_v * b.stride_h, b.type);
-      smem.alpha[j] = expf(neg_exp_A * softplus);
-      smem.beta[j] = 1.0f / (1.0f + expf(-b_val));
+      const float2 gates = decode_gates(
+          load_gate_scalar(a.data, seq * a.stride_b + (t0 + j) * a.stride_t + head_v * a.stride_h, a.type),
+          load_gate_scalar(b.data, seq * b.stride_b + (t0 + j) * b.stride_t + head_v * b.stride_h, b.type), neg_exp_A,
+          dt_bias);
+      smem.alpha[j] = gates.x;
+      smem.beta[j] = gates.y;
       smem.kq[j] = kq;
     }
   }
@@ -119,36 +74,10 @@ __device__ void stage_tokens(const DecodeParams& p, StageSmem& smem, int seq, in
   }
 }
 
-// Reduce-scatter over the kLanesPerRow lanes of a row: x[0..kCount) are per-lane partial sums; on
-// return x[0] is the row total of value index lane_in_row / (kLanesPerRow / kCount). Takes
-// kCount - 1 shuffles (plus one per level left once a single value remains) instead of
-// kCount * log2(kLanesPerRow) for separate reductions.
-template <int kOffset, int kCount>
-__device__ __forceinline__ void reduce_scatter(float* x, int lane_in_row) {
-  if constexpr (kOffset > 0) {
-    if constexpr (kCount > 1) {
-      const bool upper = (lane_in_row & kOffset) != 0;
-#pragma unroll
-      for (int i = 0; i < kCount / 2; ++i) {
-        const float send = upper ? x[i] : x[i + kCount / 2];
-        const float keep = upper ? x[i + kCount / 2] : x[i];
-        x[i] = keep + __shfl_xor_sync(0xffffffffu, send, kOffset);
-      }
-      reduce_scatter<kOffset / 2, kCount / 2>(x, lane_in_row);
-    } else {
-      x[0] += __shfl_xor_sync(0xffffffffu, x[0], kOffset);
-      reduce_scatter<kOffset / 2, 1>(x, lane_in_row);
-    }
-  }
-}
-
 template <class Act, class State, int kLanesPerRow, int kRowsPerThread>
 __global__ void __launch_bounds__(kMaxThreads) gdn_decode_kernel(const __grid_constant__ DecodeParams p) {
   using Slice = RowSlice<State, kLanesPerRow>;
   constexpr int kElems = Slice::kElems;
-  constexpr int kValues = 2 * kRowsPerThread;  // hk and hq per row
-  static_assert(kValues <= kLanesPerRow, "one reduced value per lane (or fewer)");
-  constexpr int kLanesPerValue = kLanesPerRow / kValues;
   constexpr std::int64_t kStateElems = std::int64_t{kDecodeHeadDim} * kDecodeHeadDim;
   __shared__ StageSmem smem;
 
@@ -161,12 +90,9 @@ __global__ void __launch_bounds__(kMaxThreads) gdn_decode_kernel(const __grid_co
   const int seq = seq_head / p.heads_v;
   const int head_qk = head_v / (p.heads_v / p.heads_qk);
   const int lane_in_row = threadIdx.x % kLanesPerRow;
-  const int row_lane0 = (threadIdx.x % 32) - lane_in_row;  // the row's first lane in the warp
   const int cta_row0 = vblock * rows_per_cta;
   // Row r of this thread, relative to cta_row0.
   auto local_row = [&](int r) { return threadIdx.x / kLanesPerRow + r * groups; };
-  // After the reduce-scatter this lane holds value `owned`: hk of row owned (< R) or hq of row owned - R.
-  const int owned = lane_in_row / kLanesPerValue;
 
   const int in_slot = p.initial_indices[seq * p.initial_indices_stride];
   const int out_slot = p.output_indices[seq * p.output_indices_stride];
@@ -203,69 +129,13 @@ __global__ void __launch_bounds__(kMaxThreads) gdn_decode_kernel(const __grid_co
 
     for (int j = 0; j < count; ++j) {
       const int t = t0 + j;
-      const float alpha = smem.alpha[j], beta = smem.beta[j];
-      float q[kElems], k[kElems];
-#pragma unroll
-      for (int c = 0; c < Slice::kChunks; ++c)
-#pragma unroll
-        for (int i = 0; i < Slice::kChunkElems; i += 4) {
-          const int col = Slice::column(c, lane_in_row) + i;
-          const float4 q4 = *reinterpret_cast<const float4*>(&smem.q[j][col]);
-          const float4 k4 = *reinterpret_cast<const float4*>(&smem.k[j][col]);
-          float* qd = &q[c * Slice::kChunkElems + i];
-          float* kd = &k[c * Slice::kChunkElems + i];
-          qd[0] = q4.x, qd[1] = q4.y, qd[2] = q4.z, qd[3] = q4.w;
-          kd[0] = k4.x, kd[1] = k4.y, kd[2] = k4.z, kd[3] = k4.w;
-        }
-
-      float sums[kValues];  // hk of every row, then hq of every row
-#pragma unroll
-      for (int r = 0; r < kRowsPerThread; ++r) {
-        float hk = 0.0f, hq = 0.0f;
-#pragma unroll
-        for (int i = 0; i < kElems; ++i) {
-          hk = fmaf(state[r][i], k[i], hk);
-          hq = fmaf(state[r][i], q[i], hq);
-        }
-        sums[r] = hk;
-        sums[kRowsPerThread + r] = hq;
-      }
-      reduce_scatter<kLanesPerRow / 2, kValues>(sums, lane_in_row);
-
-      // u = beta (v - alpha hk) where hk lives, then shared with the row's lanes.
-      float u_owned = 0.0f;
-      if (owned < kRowsPerThread) u_owned = beta * (smem.v[j][local_row(owned)] - alpha * sums[0]);
-      float u[kRowsPerThread];
-#pragma unroll
-      for (int r = 0; r < kRowsPerThread; ++r)
-        u[r] = __shfl_sync(0xffffffffu, u_owned, row_lane0 + r * kLanesPerValue);
-
-#pragma unroll
-      for (int r = 0; r < kRowsPerThread; ++r)
-#pragma unroll
-        for (int i = 0; i < kElems; ++i) state[r][i] = fmaf(u[r], k[i], alpha * state[r][i]);
-
-      // o = scale (alpha hq + u k.q), written by the first lane holding hq of its row.
-      if (owned >= kRowsPerThread && lane_in_row % kLanesPerValue == 0) {
-        float u_row = 0.0f;
-#pragma unroll
-        for (int r = 0; r < kRowsPerThread; ++r)
-          if (owned - kRowsPerThread == r) u_row = u[r];
-        token_row<Act>(p.output, seq, t, head_v)[cta_row0 + local_row(owned - kRowsPerThread)] =
-            from_float<Act>(p.scale * fmaf(alpha, sums[0], u_row * smem.kq[j]));
-      }
-
-      if (p.intermediate != nullptr) {
-        const std::int64_t offset = ((std::int64_t{seq} * p.tokens + t) * p.heads_v + head_v) * kStateElems;
-#pragma unroll
-        for (int r = 0; r < kRowsPerThread; ++r) {
-          const int row = (cta_row0 + local_row(r)) * kDecodeHeadDim;
-          if (p.intermediate_is_bf16)
-            store_row_slice<__nv_bfloat16, Slice>(static_cast<__nv_bfloat16*>(p.intermediate) + offset + row, lane_in_row, state[r]);
-          else
-            store_row_slice<float, Slice>(static_cast<float*>(p.intermediate) + offset + row, lane_in_row, state[r]);
-        }
-      }
+      Act* out = token_row<Act>(p.output, seq, t, head_v) + cta_row0;
+      token_step<Slice, kLanesPerRow, kRowsPerThread>(
+          state, smem.q[j], smem.k[j], smem.alpha[j], smem.beta[j], smem.kq[j], lane_in_row,
+          [&](int r) { return smem.v[j][local_row(r)]; },
+          [&](int r, float hq) { out[local_row(r)] = from_float<Act>(p.scale * hq); });
+      if (p.intermediate != nullptr)
+        store_intermediate<Slice, kRowsPerThread>(p, state, seq, t, head_v, cta_row0, lane_in_row, local_row);
     }
   }
 

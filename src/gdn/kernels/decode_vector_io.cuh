@@ -12,19 +12,23 @@ namespace fastinfer::gdn::decode_sm90 {
 
 // How a load is cached: kStreaming for data touched once (the state: evict first), kReadOnly for
 // inputs that no thread of the kernel writes (q, k: served by the non-coherent path, shared in L2
-// by every CTA of one head).
-enum class LoadPolicy { kStreaming, kReadOnly };
+// by every CTA of one head), kPlain for shared memory.
+enum class LoadPolicy { kStreaming, kReadOnly, kPlain };
+// How a store is cached: kStreaming for global data written once, kPlain for shared memory.
+enum class StorePolicy { kStreaming, kPlain };
 
 template <LoadPolicy kPolicy>
 __device__ __forceinline__ uint4 load16(const void* p) {
   if constexpr (kPolicy == LoadPolicy::kStreaming) return __ldcs(static_cast<const uint4*>(p));
-  else return __ldg(static_cast<const uint4*>(p));
+  else if constexpr (kPolicy == LoadPolicy::kReadOnly) return __ldg(static_cast<const uint4*>(p));
+  else return *static_cast<const uint4*>(p);
 }
 
 template <LoadPolicy kPolicy>
 __device__ __forceinline__ uint2 load8(const void* p) {
   if constexpr (kPolicy == LoadPolicy::kStreaming) return __ldcs(static_cast<const uint2*>(p));
-  else return __ldg(static_cast<const uint2*>(p));
+  else if constexpr (kPolicy == LoadPolicy::kReadOnly) return __ldg(static_cast<const uint2*>(p));
+  else return *static_cast<const uint2*>(p);
 }
 
 // `kWords` 32-bit words from 8-byte (kWords == 2) or 16-byte aligned memory.
@@ -47,15 +51,20 @@ __device__ __forceinline__ void load_words(const void* p, std::uint32_t* w) {
   }
 }
 
-template <int kWords>
+template <int kWords, StorePolicy kPolicy = StorePolicy::kStreaming>
 __device__ __forceinline__ void store_words(void* p, const std::uint32_t* w) {
   static_assert(kWords == 2 || kWords % 4 == 0, "8 bytes or whole 16-byte accesses");
   if constexpr (kWords == 2) {
-    __stcs(static_cast<uint2*>(p), make_uint2(w[0], w[1]));
+    const uint2 v = make_uint2(w[0], w[1]);
+    if constexpr (kPolicy == StorePolicy::kStreaming) __stcs(static_cast<uint2*>(p), v);
+    else *static_cast<uint2*>(p) = v;
   } else {
 #pragma unroll
-    for (int i = 0; i < kWords / 4; ++i)
-      __stcs(static_cast<uint4*>(p) + i, make_uint4(w[4 * i], w[4 * i + 1], w[4 * i + 2], w[4 * i + 3]));
+    for (int i = 0; i < kWords / 4; ++i) {
+      const uint4 v = make_uint4(w[4 * i], w[4 * i + 1], w[4 * i + 2], w[4 * i + 3]);
+      if constexpr (kPolicy == StorePolicy::kStreaming) __stcs(static_cast<uint4*>(p) + i, v);
+      else static_cast<uint4*>(p)[i] = v;
+    }
   }
 }
 
@@ -99,7 +108,7 @@ __device__ __forceinline__ void load_floats(const T* p, float* x) {
 }
 
 // N fp32 registers into N consecutive elements of T, rounding to nearest even.
-template <class T, int N>
+template <class T, int N, StorePolicy kPolicy = StorePolicy::kStreaming>
 __device__ __forceinline__ void store_floats(T* p, const float* x) {
   constexpr int kWords = N * int(sizeof(T)) / 4;
   std::uint32_t w[kWords];
@@ -110,7 +119,7 @@ __device__ __forceinline__ void store_floats(T* p, const float* x) {
 #pragma unroll
     for (int i = 0; i < kWords; ++i) w[i] = pack_pair<T>(x[2 * i], x[2 * i + 1]);
   }
-  store_words<kWords>(p, w);
+  store_words<kWords, kPolicy>(p, w);
 }
 
 template <class T>

@@ -1,0 +1,12 @@
+// Pipelined decode kernels for bf16 activations with an fp32 state pool.
+#include "gdn/decode_launch.h"
+#include "gdn/kernels/decode_pipelined_sm90.cuh"
+
+namespace fastinfer::gdn {
+
+template void launch_decode_pipelined_sm90<DType::kBFloat16, DType::kFloat32, 8, 4, 8, 1>(const DecodeParams&, Stream);
+template void launch_decode_pipelined_sm90<DType::kBFloat16, DType::kFloat32, 8, 2, 16, 1>(const DecodeParams&, Stream);
+template void launch_decode_pipelined_sm90<DType::kBFloat16, DType::kFloat32, 16, 4, 16, 1>(const DecodeParams&, Stream);
+template void launch_decode_pipelined_sm90<DType::kBFloat16, DType::kFloat32, 8, 2, 4, 2>(const DecodeParams&, Stream);
+
+}  // namespace fastinfer::gdn

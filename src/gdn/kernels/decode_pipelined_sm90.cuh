@@ -1,0 +1,287 @@
+#pragma once
+// Pipelined GDN decode / MTP kernel (sm_90a): persistent CTAs that stream state tiles through a
+// ring of shared-memory stages with bulk copies, so the bytes in flight per SM are bounded by
+// shared memory (up to ~200 KB) instead of registers, and the per-token math of one tile overlaps
+// the loads of the next ones and the store of the previous one.
+//
+// Tile: kTileRows consecutive V rows (all 128 K columns) of one (sequence, head) state, one
+// contiguous run of the pool. Work item i of a CTA is tile blockIdx.x + i * gridDim.x.
+// Warp roles:
+//  - producer (the last warp): per item, waits for a free stage, reads the slot indices, forms the
+//    gates of every token (lane t: token t) and issues bulk copies of the state tile and the raw
+//    q, k and v of every token; one transaction barrier per stage (`full`) counts their bytes.
+//  - consumers (kConsumerWarps warps): per item, wait for `full`, copy the tile into registers
+//    (the register kernel's row layout), normalise q and k (one warp per token), run the T tokens
+//    (decode_token_step.cuh), write outputs and intermediate states directly, put the final
+//    state back into the stage and let one thread bulk-store it. That thread frees a stage
+//    (`empty`) once its bulk store has read it, one item later, so it never waits for a store.
+// Any number of tokens up to kPipelinedMaxTokens (the stage holds every token's q, k and v);
+// the launcher runs longer MTP windows on the register kernel.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "fastinfer/context.h"
+#include "gdn/decode_launch.h"
+#include "gdn/decode_params.h"
+#include "gdn/kernels/decode_bulk_copy.cuh"
+#include "gdn/kernels/decode_sm90.cuh"
+#include "gdn/kernels/decode_token_step.cuh"
+#include "gdn/kernels/decode_vector_io.cuh"
+#include "runtime/cuda_check.h"
+
+namespace fastinfer::gdn::decode_sm90 {
+
+inline constexpr int kPipelinedMaxTokens = 8;
+// Hopper: 228 KB of shared memory per SM, of which 1 KB per CTA is reserved by the system.
+inline constexpr int kSmemPerSm = 228 * 1024;
+inline constexpr int kSmemReservedPerCta = 1024;
+
+// One stage of the ring: a state tile as it lies in the pool, the raw q, k and v (the tile's rows)
+// of every token, the gates and the slots of the item.
+template <class Act, class State, int kTileRows>
+struct alignas(16) PipelineStage {
+  State state[kTileRows * kDecodeHeadDim];
+  Act q[kPipelinedMaxTokens][kDecodeHeadDim];
+  Act k[kPipelinedMaxTokens][kDecodeHeadDim];
+  Act v[kPipelinedMaxTokens][kTileRows];
+  float alpha[kPipelinedMaxTokens], beta[kPipelinedMaxTokens];
+  int in_slot;   // -1: padding (nothing was loaded)
+  int out_slot;  // as given: may be -1
+};
+
+template <class Act, class State, int kLanesPerRow, int kRowsPerThread, int kConsumerWarps, int kCtasPerSm>
+struct PipelinedConfig {
+  static constexpr int kConsumerWarpCount = kConsumerWarps;
+  static constexpr int kConsumerThreads = kConsumerWarps * 32;
+  static constexpr int kThreads = kConsumerThreads + 32;  // + the producer warp
+  static constexpr int kGroups = kConsumerThreads / kLanesPerRow;  // rows per access wave
+  static constexpr int kTileRows = kGroups * kRowsPerThread;
+  static_assert(kDecodeHeadDim % kTileRows == 0, "tiles split a state evenly");
+  static_assert(kTileRows % 8 == 0, "a tile's v run is a multiple of 16 bytes");
+  static constexpr int kTilesPerState = kDecodeHeadDim / kTileRows;
+  static constexpr int kTileBytes = kTileRows * kDecodeHeadDim * int(sizeof(State));
+  using Stage = PipelineStage<Act, State, kTileRows>;
+
+  // Consumer-side shared data that is not staged: the normalised tokens of the item in work.
+  struct Tokens {
+    float q[kPipelinedMaxTokens][kDecodeHeadDim];
+    float k[kPipelinedMaxTokens][kDecodeHeadDim];
+    float kq[kPipelinedMaxTokens];
+  };
+  static constexpr int kFixedBytes = int(sizeof(Tokens)) + 2 * 8 * 8 + 16;  // + barriers (<= 8 stages) + alignment
+  // As many stages as kCtasPerSm CTAs fit on an SM, at most 8 (3 stages already keep one tile in
+  // the consumers, one storing and one loading).
+  static constexpr int kStages =
+      std::min(8, ((kSmemPerSm / kCtasPerSm - kSmemReservedPerCta) - kFixedBytes) / int(sizeof(Stage)));
+  static_assert(kStages >= 3, "the ring needs a stage in work, one storing and one loading");
+
+  struct Smem {
+    Stage stage[kStages];
+    Tokens tokens;
+    std::uint64_t full[kStages], empty[kStages];
+  };
+  static constexpr int kSmemBytes = int(sizeof(Smem));
+  static_assert(kSmemBytes + kSmemReservedPerCta <= kSmemPerSm / kCtasPerSm);
+};
+
+struct ItemCoords {
+  int seq, head_v, row0;
+};
+
+template <class Cfg>
+__device__ __forceinline__ ItemCoords item_coords(const DecodeParams& p, int item) {
+  const int seq_head = item / Cfg::kTilesPerState;
+  return {seq_head / p.heads_v, seq_head % p.heads_v, (item % Cfg::kTilesPerState) * Cfg::kTileRows};
+}
+
+// Producer warp: fills stages ahead of the consumers.
+template <class Cfg, class Act, class State>
+__device__ void produce(const DecodeParams& p, typename Cfg::Smem& smem, int items) {
+  constexpr std::int64_t kStateElems = std::int64_t{kDecodeHeadDim} * kDecodeHeadDim;
+  const int lane = threadIdx.x % 32;
+  int i = 0;
+  for (int item = blockIdx.x; item < items; item += gridDim.x, ++i) {
+    const int s = i % Cfg::kStages;
+    if (i >= Cfg::kStages) mbarrier_wait(&smem.empty[s], (i / Cfg::kStages - 1) & 1);
+    typename Cfg::Stage& st = smem.stage[s];
+    const ItemCoords at = item_coords<Cfg>(p, item);
+    const int in_slot = p.initial_indices[at.seq * p.initial_indices_stride];
+    const bool valid = in_slot >= 0 && in_slot < p.pool_size;  // else padding (or outside the pool)
+    if (valid && lane < p.tokens) {
+      const GateTensor& a = p.a;
+      const GateTensor& b = p.b;
+      const float neg_exp_A = -expf(load_gate_scalar(p.A_log.data, at.head_v * p.A_log.stride, p.A_log.type));
+      const float dt_bias = load_gate_scalar(p.dt_bias.data, at.head_v * p.dt_bias.stride, p.dt_bias.type);
+      const float2 gates = decode_gates(
+          load_gate_scalar(a.data, at.seq * a.stride_b + lane * a.stride_t + at.head_v * a.stride_h, a.type),
+          load_gate_scalar(b.data, at.seq * b.stride_b + lane * b.stride_t + at.head_v * b.stride_h, b.type), neg_exp_A,
+          dt_bias);
+      st.alpha[lane] = gates.x;
+      st.beta[lane] = gates.y;
+    }
+    if (lane == 0) {
+      st.in_slot = valid ? in_slot : -1;
+      st.out_slot = p.output_indices[at.seq * p.output_indices_stride];
+    }
+    __syncwarp();  // the gate and slot writes happen before the arrival that publishes them
+    if (!valid) {
+      if (lane == 0) mbarrier_arrive(&smem.full[s]);
+      continue;
+    }
+    const std::uint32_t token_bytes = (2 * kDecodeHeadDim + Cfg::kTileRows) * sizeof(Act);
+    if (lane == 0) {
+      mbarrier_arrive_expect_tx(&smem.full[s], Cfg::kTileBytes + p.tokens * token_bytes);
+      const State* tile = static_cast<const State*>(p.state) + (std::int64_t{in_slot} * p.heads_v + at.head_v) * kStateElems +
+                          at.row0 * kDecodeHeadDim;
+      bulk_load(st.state, tile, Cfg::kTileBytes, &smem.full[s]);
+    }
+    // Lane 3t + {0, 1, 2}: q, k, v of token t.
+    if (lane < 3 * p.tokens) {
+      const int t = lane / 3, which = lane % 3;
+      const int head_qk = at.head_v / (p.heads_v / p.heads_qk);
+      if (which == 0) bulk_load(st.q[t], token_row<const Act>(p.q, at.seq, t, head_qk), kDecodeHeadDim * sizeof(Act), &smem.full[s]);
+      else if (which == 1) bulk_load(st.k[t], token_row<const Act>(p.k, at.seq, t, head_qk), kDecodeHeadDim * sizeof(Act), &smem.full[s]);
+      else bulk_load(st.v[t], token_row<const Act>(p.v, at.seq, t, at.head_v) + at.row0, Cfg::kTileRows * sizeof(Act), &smem.full[s]);
+    }
+  }
+}
+
+// Consumer warps: run the tokens of each item on its tile.
+template <class Cfg, class Act, class State, int kLanesPerRow, int kRowsPerThread>
+__device__ void consume(const DecodeParams& p, typename Cfg::Smem& smem, int items) {
+  using Slice = RowSlice<State, kLanesPerRow>;
+  constexpr std::int64_t kStateElems = std::int64_t{kDecodeHeadDim} * kDecodeHeadDim;
+  const int tid = threadIdx.x;  // < kConsumerThreads
+  const int warp = tid / 32, lane = tid % 32;
+  const int lane_in_row = tid % kLanesPerRow;
+  auto local_row = [&](int r) { return tid / kLanesPerRow + r * Cfg::kGroups; };  // row r of this thread in the tile
+  typename Cfg::Tokens& tok = smem.tokens;
+
+  int prev_stage = -1;  // the stage whose bulk store was issued one item ago (thread 0 only)
+  int i = 0;
+  for (int item = blockIdx.x; item < items; item += gridDim.x, ++i) {
+    const int s = i % Cfg::kStages;
+    mbarrier_wait(&smem.full[s], (i / Cfg::kStages) & 1);
+    typename Cfg::Stage& st = smem.stage[s];
+    const ItemCoords at = item_coords<Cfg>(p, item);
+    const int in_slot = st.in_slot, out_slot = st.out_slot;
+    const bool store = in_slot >= 0 && p.update_state && out_slot >= 0 && out_slot < p.pool_size;
+
+    if (in_slot < 0) {  // padding: zero output rows
+      for (int e = tid; e < p.tokens * Cfg::kTileRows; e += Cfg::kConsumerThreads) {
+        token_row<Act>(p.output, at.seq, e / Cfg::kTileRows, at.head_v)[at.row0 + e % Cfg::kTileRows] = from_float<Act>(0.0f);
+      }
+    } else {
+      float state[kRowsPerThread][Slice::kElems];
+#pragma unroll
+      for (int r = 0; r < kRowsPerThread; ++r)
+        load_row_slice<State, Slice, LoadPolicy::kPlain>(st.state + local_row(r) * kDecodeHeadDim, lane_in_row, state[r]);
+
+      for (int t = warp; t < p.tokens; t += Cfg::kConsumerWarpCount) {
+        float q[4], k[4];
+        load_floats<Act, 4, LoadPolicy::kPlain>(&st.q[t][4 * lane], q);
+        load_floats<Act, 4, LoadPolicy::kPlain>(&st.k[t][4 * lane], k);
+        const float kq = normalise_qk(q, k, p.use_qk_l2norm);
+        *reinterpret_cast<float4*>(&tok.q[t][4 * lane]) = make_float4(q[0], q[1], q[2], q[3]);
+        *reinterpret_cast<float4*>(&tok.k[t][4 * lane]) = make_float4(k[0], k[1], k[2], k[3]);
+        if (lane == 0) tok.kq[t] = kq;
+      }
+      named_barrier_sync(1, Cfg::kConsumerThreads);
+
+      for (int t = 0; t < p.tokens; ++t) {
+        Act* out = token_row<Act>(p.output, at.seq, t, at.head_v) + at.row0;
+        token_step<Slice, kLanesPerRow, kRowsPerThread>(
+            state, tok.q[t], tok.k[t], st.alpha[t], st.beta[t], tok.kq[t], lane_in_row,
+            [&](int r) { return to_float(st.v[t][local_row(r)]); },
+            [&](int r, float hq) { out[local_row(r)] = from_float<Act>(p.scale * hq); });
+        if (p.intermediate != nullptr)
+          store_intermediate<Slice, kRowsPerThread>(p, state, at.seq, t, at.head_v, at.row0, lane_in_row, local_row);
+      }
+
+      if (store) {
+#pragma unroll
+        for (int r = 0; r < kRowsPerThread; ++r)
+          store_row_slice<State, Slice, StorePolicy::kPlain>(st.state + local_row(r) * kDecodeHeadDim, lane_in_row, state[r]);
+        fence_async_shared();  // the bulk store (async proxy) reads what this thread wrote
+      }
+    }
+    // Every consumer is done with the stage and with `tok`; the tile in `st.state` is final.
+    named_barrier_sync(1, Cfg::kConsumerThreads);
+
+    if (tid == 0) {
+      if (store) {
+        State* tile = static_cast<State*>(p.state) + (std::int64_t{out_slot} * p.heads_v + at.head_v) * kStateElems +
+                      at.row0 * kDecodeHeadDim;
+        bulk_store(tile, st.state, Cfg::kTileBytes);
+      }
+      bulk_commit();
+      bulk_wait_read<1>();  // the store of one item ago has read its stage
+      if (prev_stage >= 0) mbarrier_arrive(&smem.empty[prev_stage]);
+      prev_stage = s;
+    }
+  }
+  if (tid == 0) bulk_wait_read<0>();  // shared memory must outlive the last store's reads
+}
+
+template <class Act, class State, int kLanesPerRow, int kRowsPerThread, int kConsumerWarps, int kCtasPerSm>
+__global__ void __launch_bounds__(PipelinedConfig<Act, State, kLanesPerRow, kRowsPerThread, kConsumerWarps, kCtasPerSm>::kThreads,
+                                  kCtasPerSm)
+    gdn_decode_pipelined_kernel(const __grid_constant__ DecodeParams p) {
+  using Cfg = PipelinedConfig<Act, State, kLanesPerRow, kRowsPerThread, kConsumerWarps, kCtasPerSm>;
+  extern __shared__ __align__(16) unsigned char smem_bytes[];
+  auto& smem = *reinterpret_cast<typename Cfg::Smem*>(smem_bytes);
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < Cfg::kStages; ++s) {
+      mbarrier_init(&smem.full[s], 1);   // the producer's arrival (+ the copies' bytes)
+      mbarrier_init(&smem.empty[s], 1);  // the storing consumer thread's arrival
+    }
+    mbarrier_init_fence();
+  }
+  __syncthreads();
+  const int items = p.batch * p.heads_v * Cfg::kTilesPerState;
+  if (threadIdx.x >= Cfg::kConsumerThreads) produce<Cfg, Act, State>(p, smem, items);
+  else consume<Cfg, Act, State, kLanesPerRow, kRowsPerThread>(p, smem, items);
+}
+
+}  // namespace fastinfer::gdn::decode_sm90
+
+namespace fastinfer::gdn {
+
+template <DType kAct, DType kState, int kLanesPerRow, int kRowsPerThread, int kConsumerWarps, int kCtasPerSm>
+void launch_decode_pipelined_sm90(const DecodeParams& params, Stream stream) {
+  if (params.tokens > decode_sm90::kPipelinedMaxTokens) {  // the stage holds at most 8 tokens
+    launch_decode_sm90<kAct, kState, 8, 4>(params, 4, stream);
+    return;
+  }
+  using Act = typename decode_sm90::CudaType<kAct>::type;
+  using State = typename decode_sm90::CudaType<kState>::type;
+  using Cfg = decode_sm90::PipelinedConfig<Act, State, kLanesPerRow, kRowsPerThread, kConsumerWarps, kCtasPerSm>;
+  constexpr auto kernel =
+      decode_sm90::gdn_decode_pipelined_kernel<Act, State, kLanesPerRow, kRowsPerThread, kConsumerWarps, kCtasPerSm>;
+  // Opting in to > 48 KB of shared memory is per device: done once per process for every device,
+  // with the resident CTAs per SM it gives (the same on every Hopper part).
+  static const int resident_per_sm = [] {
+    int count = 0, current = 0;
+    FASTINFER_CUDA_CHECK(cudaGetDeviceCount(&count));
+    FASTINFER_CUDA_CHECK(cudaGetDevice(&current));
+    for (int d = 0; d < count; ++d) {
+      FASTINFER_CUDA_CHECK(cudaSetDevice(d));
+      FASTINFER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSmemBytes));
+      FASTINFER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, 100));
+    }
+    FASTINFER_CUDA_CHECK(cudaSetDevice(current));
+    int resident = 0;
+    FASTINFER_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kernel, Cfg::kThreads, Cfg::kSmemBytes));
+    return std::max(1, std::min(resident, kCtasPerSm));
+  }();
+  const long long items = static_cast<long long>(params.batch) * params.heads_v * Cfg::kTilesPerState;
+  const long long ctas = std::min<long long>(items, static_cast<long long>(resident_per_sm) * params.sm_count);
+  kernel<<<static_cast<unsigned>(ctas), Cfg::kThreads, Cfg::kSmemBytes, stream>>>(params);
+  FASTINFER_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace fastinfer::gdn
