@@ -3,11 +3,16 @@
 // over input sets rotated past the L2 (each set has its own weights), TB/s on
 // bytes = 2MK + NK/2 + NK/16 + 2MN, TFLOP/s, the cuBLASLt bf16 anchor, the floor
 // max(bytes / copy_bw, 2MNK / bf16_peak) and the ratios.
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "fastinfer/gemm.h"
+#include "gemm/mm_tunable.h"
+#include "gemm/weights_impl.h"
 #include "harness.h"
 #include "routines.h"
 
@@ -75,8 +80,87 @@ nlohmann::json run_mm_bf16_fp4(const BenchOptions& options) {
   return {{"routine", "mm_bf16_fp4"}, {"environment", environment_json()}, {"results", rows}};
 }
 
+// Routine "mm_bf16_fp4_tactics": every tactic of the runner per (N, K, M) cell (the data behind the
+// default heuristic), the default's time and the best tactic. M list from FASTINFER_BENCH_MS
+// (comma separated) or {1, 16, 64, 256} (--quick: {1, 16}).
+nlohmann::json run_mm_bf16_fp4_tactics(const BenchOptions& options) {
+  const int shapes[][2] = {{2048, 7168}, {4096, 4096}, {6144, 4096}, {28672, 4096}, {4096, 14336}};
+  std::vector<int> ms = options.quick ? std::vector<int>{1, 16} : std::vector<int>{1, 16, 64, 256};
+  if (const char* env = std::getenv("FASTINFER_BENCH_MS")) {
+    ms.clear();
+    for (const char* c = env; *c;) {
+      ms.push_back(std::atoi(c));
+      while (*c && *c != ',') ++c;
+      if (*c == ',') ++c;
+    }
+  }
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& s : shapes) {
+    const int n = s[0], k = s[1];
+    const std::size_t w_bytes = static_cast<std::size_t>(n) * k / 2 + static_cast<std::size_t>(n) * k / 16;
+    for (int m : ms) {
+      char label[64];
+      std::snprintf(label, sizeof label, "N%d_K%d_M%d", n, k, m);
+      if (!options.only_shapes.empty() && std::string(label).find(options.only_shapes) == std::string::npos) continue;
+      const std::size_t a_bytes = static_cast<std::size_t>(m) * k * 2, o_bytes = static_cast<std::size_t>(m) * n * 2;
+      const int sets = rotation_count(w_bytes + a_bytes + o_bytes);
+      std::vector<WeightSet> ws(static_cast<std::size_t>(sets));
+      std::vector<DeviceBuffer> as, outs;
+      for (int i = 0; i < sets; ++i) {
+        WeightSet& w = ws[static_cast<std::size_t>(i)];
+        w.packed = DeviceBuffer(static_cast<std::size_t>(n) * k / 2);
+        w.scales = DeviceBuffer(static_cast<std::size_t>(n) * k / 16);
+        fill_uniform(w.packed.get(), DType::kUInt8, w.packed.bytes(), 0, 0, 11 + i);
+        fill_uniform(w.scales.get(), DType::kUInt8, w.scales.bytes(), 0, 0, 99 + i);
+        w.weights = gemm::prepare_bf16_fp4_weights(
+            TensorView::contiguous(w.packed.get(), DType::kUInt8, {n, k / 2}, Device::cuda(0)),
+            TensorView::contiguous(w.scales.get(), DType::kUInt8, {static_cast<std::int64_t>(n) * k / 16}, Device::cuda(0)),
+            nvfp4::ScaleLayout::kLinear, 1.0f / 2688.0f);
+        as.emplace_back(a_bytes);
+        fill_uniform(as.back().get(), DType::kBFloat16, static_cast<std::size_t>(m) * k, -1, 1, 7 + i);
+        outs.emplace_back(o_bytes);
+      }
+      auto runner = gemm::detail::mm_runner_for(0, DType::kBFloat16, n, k);
+      auto time_tactic = [&](int tactic) {
+        return median_ms(
+            [&](int i) {
+              const int j = i % sets;
+              gemm::detail::MmCall call{as[j].get(), k, &ws[static_cast<std::size_t>(j)].weights->impl(), outs[j].get(), n, m, false};
+              runner->run(call, tactic, nullptr);
+            },
+            3, options.quick ? 8 : 15);
+      };
+      const double bytes = static_cast<double>(a_bytes + w_bytes + o_bytes);
+      const double flops = 2.0 * m * n * static_cast<double>(k);
+      const double floor = floor_ms(bytes, flops), cublas = cublas_bf16_gemm_ms(m, n, k);
+      nlohmann::json per = nlohmann::json::object();
+      double best = 1e30;
+      std::string best_name;
+      for (int id : runner->tactics(m)) {
+        const double t = time_tactic(id);
+        per[runner->tactic(id).name] = t;
+        if (t < best) {
+          best = t;
+          best_name = runner->tactic(id).name;
+        }
+      }
+      const int def = runner->default_tactic(m);
+      const double def_ms = time_tactic(-1);
+      std::printf("%-20s best %-34s %8.4f ms (x floor %5.2f, x cublas %5.2f) | default %-34s %8.4f (%.2fx best)\n", label,
+                  best_name.c_str(), best, best / floor, cublas / best, runner->tactic(def).name.c_str(), def_ms, def_ms / best);
+      std::fflush(stdout);
+      rows.push_back({{"label", label}, {"n", n}, {"k", k}, {"m", m}, {"floor_ms", floor}, {"cublas_bf16_ms", cublas},
+                      {"best", best_name}, {"best_ms", best}, {"default", runner->tactic(def).name}, {"default_ms", def_ms},
+                      {"tactics_ms", per}});
+    }
+  }
+  return {{"routine", "mm_bf16_fp4_tactics"}, {"environment", environment_json()}, {"results", rows}};
+}
+
 const RoutineRegistration registration{
     {"mm_bf16_fp4", "bf16 x NVFP4 GEMM (issue 3 shapes), default tactic vs cuBLASLt bf16 and the floor", run_mm_bf16_fp4}};
+const RoutineRegistration tactics_registration{
+    {"mm_bf16_fp4_tactics", "mm_bf16_fp4: every tactic per (N, K, M) cell, the default and the best", run_mm_bf16_fp4_tactics}};
 
 }  // namespace
 }  // namespace fastinfer::bench

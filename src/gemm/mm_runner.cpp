@@ -1,9 +1,11 @@
 #include "gemm/mm_runner.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "fastinfer/device.h"
 #include "gemm/large_m_bridge.h"
+#include "gemm/mid_m_params.h"
 #include "gemm/weights_impl.h"
 #include "runtime/check.h"
 #include "runtime/workspace_pool.h"
@@ -15,15 +17,19 @@ namespace {
 // Small-M shapes offered as tactics: (R, W) x cluster size.
 constexpr int kShapes[][2] = {{2, 4}, {2, 8}, {4, 4}, {4, 8}};
 constexpr int kClusters[] = {1, 2, 4, 8};
+// Mid-M (fused wgmma) cluster sizes: CTAs of a cluster split K.
+constexpr int kMidMClusters[] = {1, 2, 4};
+// Above this M the mid-M kernel is not offered when a large-M tactic can run (unmeasured bound).
+constexpr std::int64_t kMidMMaxM = 2048;
 // Above this M the small-M kernel re-streams the weight once per 64 tokens: offered only when no
 // large-M tactic can run (a correct fallback, not a fast one).
 constexpr std::int64_t kSmallMMaxM = 256;
-// Default switch-over to the large-M path (unmeasured: the small-M kernel's mma.sync work grows
-// with 8T tokens while the large-M path's decode pass is a fixed cost).
-constexpr std::int64_t kLargeMFromM = 64;
-// Resident small-M CTAs per SM assumed by the default cluster choice (unmeasured estimate from
-// ~96 registers x 128 threads).
-constexpr int kCtasPerSm = 4;
+// Default switch-overs: small-M weight streaming up to kMidMFromM, the fused mid-M kernel up to
+// kLargeMFromM, then decode pass + CUTLASS GEMM (first guesses, unmeasured).
+constexpr std::int64_t kMidMFromM = 32;
+constexpr std::int64_t kLargeMFromM = 1024;
+// Shared memory per SM available to CTAs on sm_90 (228 KB less the 1 KB per CTA the model adds).
+constexpr int kSmemPerSm = 233472;
 
 }  // namespace
 
@@ -37,11 +43,33 @@ MmRunner::MmRunner(int device, DType out_dtype, std::int64_t n, std::int64_t k, 
       sm_count_(device_info(device).sm_count),
       key_("mm_bf16_fp4", std::string("bf16xnvfp4/v1/out=") + (out_dtype == DType::kFloat16 ? "fp16" : "bf16"),
            {static_cast<std::int64_t>(out_dtype), n, k}, mapper) {
-  for (const auto& s : kShapes)
-    for (int c : kClusters)
-      tactics_.push_back({false, s[0], s[1], c, nullptr,
-                          "small_m_r" + std::to_string(s[0]) + "_w" + std::to_string(s[1]) + "_c" + std::to_string(c)});
-  for (const LargeMConfig& c : large_configs()) tactics_.push_back({true, 0, 0, 0, &c, std::string("large_m_") + c.name});
+  for (bool interleave : {false, true})
+    for (const auto& s : kShapes)
+      for (int c : kClusters) {
+        MmTactic t;
+        t.rows_tiles = s[0];
+        t.warps = s[1];
+        t.cluster = c;
+        t.interleave = interleave;
+        t.name = "small_m_r" + std::to_string(s[0]) + "_w" + std::to_string(s[1]) + "_c" + std::to_string(c) +
+                 (interleave ? "_i" : "");
+        tactics_.push_back(t);
+      }
+  for (int tokens : kMidMTokenTiles)
+    for (int c : kMidMClusters) {
+      MmTactic t;
+      t.cluster = c;
+      t.mid_tokens = tokens;
+      t.name = "mid_m_n" + std::to_string(tokens) + "_c" + std::to_string(c);
+      tactics_.push_back(t);
+    }
+  for (const LargeMConfig& c : large_configs()) {
+    MmTactic t;
+    t.large_m = true;
+    t.large = &c;
+    t.name = std::string("large_m_") + c.name;
+    tactics_.push_back(t);
+  }
 }
 
 LargeMParams MmRunner::large_params(const MmCall& call) const {
@@ -78,6 +106,8 @@ bool MmRunner::can_run(const MmTactic& t, std::int64_t m) const {
     p.w_packed = p.w_scales = stand_in;
     return large_can_implement(p, *t.large);
   }
+  const int kc_count_mid = static_cast<int>((k_ + kChunkK - 1) / kChunkK);
+  if (t.mid_tokens > 0) return kc_count_mid >= t.cluster;  // every rank gets at least one chunk
   if (!small_m_compiled(t.rows_tiles, token_tiles(m), t.warps)) return false;
   const int kc_count = static_cast<int>((k_ + kChunkK - 1) / kChunkK);
   return t.cluster == 1 || kc_count >= t.cluster * t.warps;  // every warp gets at least one chunk
@@ -90,7 +120,8 @@ std::vector<int> MmRunner::tactics(std::int64_t m) const {
     if (tactics_[i].large_m && can_run(tactics_[i], m)) any_large = true;
   for (int i = 0; i < tactic_count(); ++i) {
     const MmTactic& t = tactics_[i];
-    if (!t.large_m && m > kSmallMMaxM && any_large) continue;
+    if (!t.large_m && t.mid_tokens == 0 && m > kSmallMMaxM && any_large) continue;
+    if (t.mid_tokens > 0 && m > kMidMMaxM && any_large) continue;
     if (can_run(t, m)) ids.push_back(i);
   }
   return ids;
@@ -98,41 +129,83 @@ std::vector<int> MmRunner::tactics(std::int64_t m) const {
 
 int MmRunner::default_tactic(std::int64_t m) const {
   if (m > kLargeMFromM) {
-    int best = -1;
-    for (int i = 0; i < tactic_count(); ++i) {
-      const MmTactic& t = tactics_[i];
-      if (!t.large_m || !can_run(t, m)) continue;
-      // Narrow tiles while M is a few hundred rows, the wide cooperative tiles above (unmeasured).
-      const bool wants_narrow = m <= 256;
-      if (best < 0 || (wants_narrow && t.large->tile_m < tactics_[best].large->tile_m) ||
-          (!wants_narrow && t.large->tile_m * t.large->tile_n > tactics_[best].large->tile_m * tactics_[best].large->tile_n))
-        best = i;
-    }
-    if (best >= 0) return best;
+    const int large = default_large_m_tactic(m);
+    if (large >= 0) return large;
   }
-  // Small M: R = 2, W = 4; the cluster size that balances waves of CTAs against the cost of the
-  // cluster reduction, keeping >= 2 k64 chunks per warp.
-  const int tt = token_tiles(m);
-  const int rows = 2 * kTileRows;
-  const std::int64_t base = (n_ + rows - 1) / rows * ((m + 8 * tt - 1) / (8 * tt));
-  const std::int64_t slots = static_cast<std::int64_t>(sm_count_) * kCtasPerSm;
+  if (m > kMidMFromM) {
+    const int mid = default_mid_m_tactic(m);
+    if (mid >= 0) return mid;
+  }
+  return default_small_m_tactic(m);
+}
+
+int MmRunner::default_large_m_tactic(std::int64_t m) const {
+  // docs/GEMM_LARGE_M.md (H200 table): the wide cooperative tile once it fills the SMs, unless
+  // the last of a few waves is under half full; otherwise 128x128 (or 64x256 for M <= 128 and a
+  // very wide N).
+  const double tiles0 = std::ceil(static_cast<double>(m) / 128.0) * std::ceil(static_cast<double>(n_) / 256.0);
+  const double waves = tiles0 / sm_count_;
+  const double last = waves - std::floor(waves);
+  const bool wide = waves >= 0.9 && !(waves < 4 && last > 0 && last < 0.5);
+  int by_shape[3] = {-1, -1, -1};  // coop 128x256, coop 128x128, pingpong 64x256
+  for (int i = 0; i < tactic_count(); ++i) {
+    const MmTactic& t = tactics_[static_cast<std::size_t>(i)];
+    if (!t.large_m || !can_run(t, m)) continue;
+    const int slot = t.large->tile_m == 64 ? 2 : t.large->tile_n == 256 ? 0 : 1;
+    if (by_shape[slot] < 0) by_shape[slot] = i;
+  }
+  if (wide && by_shape[0] >= 0) return by_shape[0];
+  if (m <= 128 && n_ >= 16384 && by_shape[2] >= 0) return by_shape[2];
+  if (by_shape[1] >= 0) return by_shape[1];
+  for (int v : by_shape)
+    if (v >= 0) return v;
+  return -1;
+}
+
+int MmRunner::default_mid_m_tactic(std::int64_t m) const {
+  // 64-token tiles up to M = 64, then 128; the smallest cluster that gives two CTAs per SM while
+  // every rank keeps >= 8 k64 chunks (first model, unmeasured).
+  const int tokens = m <= 64 ? 64 : 128;
   const int kc_count = static_cast<int>((k_ + kChunkK - 1) / kChunkK);
-  int best_c = 1;
-  double best_cost = 1e30;
-  for (int c : kClusters) {
-    if (c > 1 && kc_count < 2 * c * 4) break;
-    const double waves = std::ceil(static_cast<double>(base * c) / static_cast<double>(slots));
-    const double cost = waves / c + 0.03 * c;
-    if (cost < best_cost) {
-      best_cost = cost;
-      best_c = c;
-    }
+  const std::int64_t ctas = (n_ + kMidMRows - 1) / kMidMRows * ((m + tokens - 1) / tokens);
+  int cluster = 1;
+  for (int c : kMidMClusters) {
+    if (c > 1 && kc_count / c < 8) break;
+    cluster = c;
+    if (ctas * c >= 2 * sm_count_) break;
   }
   for (int i = 0; i < tactic_count(); ++i) {
-    const MmTactic& t = tactics_[i];
-    if (!t.large_m && t.rows_tiles == 2 && t.warps == 4 && t.cluster == best_c) return i;
+    const MmTactic& t = tactics_[static_cast<std::size_t>(i)];
+    if (t.mid_tokens == tokens && t.cluster == cluster && can_run(t, m)) return i;
   }
-  return 0;
+  return -1;
+}
+
+int MmRunner::default_small_m_tactic(std::int64_t m) const {
+  // Cost model over the compiled (R, W, C): CTA waves from the shared-memory occupancy (tail
+  // efficiency), pipeline start-up per warp (~2 chunks of latency, amortised over the warp's
+  // chunks) and the cluster reduction (first model; the measured table is in docs/GEMM.md).
+  const int tt = token_tiles(m);
+  const int kc_count = static_cast<int>((k_ + kChunkK - 1) / kChunkK);
+  int best = -1;
+  double best_cost = 1e30;
+  for (int i = 0; i < tactic_count(); ++i) {
+    const MmTactic& t = tactics_[static_cast<std::size_t>(i)];
+    if (t.large_m || t.mid_tokens > 0 || !can_run(t, m)) continue;
+    const int smem = small_m_smem_bytes(t.rows_tiles, tt, t.warps);
+    const int resident = std::max(1, std::min(kSmemPerSm / (smem + 1024), 2048 / (32 * t.warps)));
+    const double rows = static_cast<double>(t.rows_tiles * kTileRows);
+    const double ctas = std::ceil(static_cast<double>(n_) / rows) * t.cluster * std::ceil(static_cast<double>(m) / (8.0 * tt));
+    const double waves = ctas / (static_cast<double>(resident) * sm_count_);
+    const double tail = waves / std::ceil(waves);
+    const double chunks_per_warp = static_cast<double>(kc_count) / (t.cluster * t.warps);
+    const double cost = (1.0 + 2.0 / chunks_per_warp) / tail + 0.02 * t.cluster;
+    if (cost < best_cost) {
+      best_cost = cost;
+      best = i;
+    }
+  }
+  return best < 0 ? 0 : best;
 }
 
 void MmRunner::run(const MmCall& call, int tactic, Stream stream) const {
@@ -163,7 +236,13 @@ void MmRunner::run(const MmCall& call, int tactic, Stream stream) const {
   p.lda = call.lda;
   p.ldo = call.ldo;
   p.alpha_scaled = call.weights->alpha * kDecodeScaleInverse;
-  launch_small_m(p, SmallMShape{t.rows_tiles, token_tiles(call.m), t.warps, t.cluster}, device_, call.enable_pdl, stream);
+  if (t.mid_tokens > 0) {
+    launch_mid_m(p, t.mid_tokens, t.cluster, device_, call.enable_pdl, stream);
+    return;
+  }
+  p.warp_interleave = t.interleave;
+  launch_small_m(p, SmallMShape{t.rows_tiles, token_tiles(call.m), t.warps, t.cluster, t.interleave}, device_,
+                 call.enable_pdl, stream);
 }
 
 }  // namespace fastinfer::gemm::detail

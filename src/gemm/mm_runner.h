@@ -1,6 +1,6 @@
 #pragma once
 // The immutable mm_bf16_fp4 runner of one (device, out dtype, N, K, bucket mapper): its tactic
-// table (small-M shapes x cluster sizes, then the large-M configs), the default heuristic and the
+// table (small-M shapes x cluster sizes, mid-M token tiles x cluster sizes, then the large-M configs), the default heuristic and the
 // launch of a tactic. Built once per key through a RunnerCache; run() allocates nothing.
 #include <cstdint>
 #include <string>
@@ -27,6 +27,8 @@ struct MmCall {
 struct MmTactic {
   bool large_m = false;
   int rows_tiles = 0, warps = 0, cluster = 0;  // small-M shape (token tiles follow from M)
+  int mid_tokens = 0;                          // mid-M (fused wgmma) tactic: tokens per CTA, else 0
+  bool interleave = false;                     // small-M: warps take k chunks round-robin
   const LargeMConfig* large = nullptr;         // large-M config
   std::string name;
 };
@@ -48,6 +50,9 @@ class MmRunner {
 
  private:
   bool can_run(const MmTactic& t, std::int64_t m) const;
+  int default_small_m_tactic(std::int64_t m) const;
+  int default_mid_m_tactic(std::int64_t m) const;
+  int default_large_m_tactic(std::int64_t m) const;
   LargeMParams large_params(const MmCall& call) const;
 
   int device_;

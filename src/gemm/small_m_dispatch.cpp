@@ -6,10 +6,10 @@
 
 namespace fastinfer::gemm::detail {
 
-bool launch_small_m_t1(const SmallMParams&, const SmallMShape&, bool, cudaStream_t);
-bool launch_small_m_t2(const SmallMParams&, const SmallMShape&, bool, cudaStream_t);
-bool launch_small_m_t4(const SmallMParams&, const SmallMShape&, bool, cudaStream_t);
-bool launch_small_m_t8(const SmallMParams&, const SmallMShape&, bool, cudaStream_t);
+bool launch_small_m_t1(const SmallMParams&, const SmallMShape&, int, bool, cudaStream_t);
+bool launch_small_m_t2(const SmallMParams&, const SmallMShape&, int, bool, cudaStream_t);
+bool launch_small_m_t4(const SmallMParams&, const SmallMShape&, int, bool, cudaStream_t);
+bool launch_small_m_t8(const SmallMParams&, const SmallMShape&, int, bool, cudaStream_t);
 bool compiled_small_m_t1(int, int);
 bool compiled_small_m_t2(int, int);
 bool compiled_small_m_t4(int, int);
@@ -25,14 +25,14 @@ bool small_m_compiled(int rows_tiles, int token_tiles, int warps) {
   }
 }
 
-void launch_small_m(const SmallMParams& p, const SmallMShape& shape, int, bool enable_pdl, void* stream) {
+void launch_small_m(const SmallMParams& p, const SmallMShape& shape, int device, bool enable_pdl, void* stream) {
   auto s = static_cast<cudaStream_t>(stream);
   bool launched = false;
   switch (shape.token_tiles) {
-    case 1: launched = launch_small_m_t1(p, shape, enable_pdl, s); break;
-    case 2: launched = launch_small_m_t2(p, shape, enable_pdl, s); break;
-    case 4: launched = launch_small_m_t4(p, shape, enable_pdl, s); break;
-    case 8: launched = launch_small_m_t8(p, shape, enable_pdl, s); break;
+    case 1: launched = launch_small_m_t1(p, shape, device, enable_pdl, s); break;
+    case 2: launched = launch_small_m_t2(p, shape, device, enable_pdl, s); break;
+    case 4: launched = launch_small_m_t4(p, shape, device, enable_pdl, s); break;
+    case 8: launched = launch_small_m_t8(p, shape, device, enable_pdl, s); break;
     default: break;
   }
   check::require(launched, "gemm::mm_bf16_fp4", "tactic", "name a compiled small-M kernel",

@@ -34,6 +34,7 @@ struct SmallMParams {
   int m = 0, n = 0, k = 0;
   int lda = 0, ldo = 0;
   float alpha_scaled = 1.0f;          // alpha * kDecodeScaleInverse
+  bool warp_interleave = false;       // small-M: warps take the CTA's k chunks round-robin
 };
 
 // One compiled small-M kernel shape: R 16-row tiles per warp, T 8-token tiles, W warps per CTA
@@ -44,7 +45,29 @@ struct SmallMShape {
   int token_tiles;   // T
   int warps;         // W
   int cluster;       // C (runtime launch attribute)
+  bool interleave;   // warps take k chunks round-robin (adjacent tiles in flight together)
 };
+
+// Shared-memory plan of one (R, T, W) kernel, visible to the host heuristic. Each warp streams its
+// K slice through a private ring of stages filled by cp.async: one stage = one k64 chunk of its R
+// row tiles (512 B codes + 64 B scales each) and of its 8T activation rows (128 B each).
+constexpr int small_m_stage_bytes(int rows_tiles, int token_tiles) {
+  return rows_tiles * (512 + 64) + token_tiles * 8 * 128;
+}
+// Stages per warp: about 5 KB of weight in flight per warp (Little's law: ~32 KB per SM at
+// 4.2 TB/s and ~1 us latency with 16 warps per SM; first estimate, unmeasured), capped so one CTA
+// fits in 200 KB.
+constexpr int small_m_stages(int rows_tiles, int token_tiles, int warps) {
+  const int want = rows_tiles == 2 ? 6 : 4;
+  const int cap = (200 * 1024) / (warps * small_m_stage_bytes(rows_tiles, token_tiles));
+  return want < cap ? want : cap;
+}
+// The ring, reused after the K loop for the partial sums [W][16R][8T] fp32.
+constexpr int small_m_smem_bytes(int rows_tiles, int token_tiles, int warps) {
+  const int ring = warps * small_m_stages(rows_tiles, token_tiles, warps) * small_m_stage_bytes(rows_tiles, token_tiles);
+  const int reduce = warps * rows_tiles * kTileRows * token_tiles * 8 * 4;
+  return ring > reduce ? ring : reduce;
+}
 
 // Launches the kernel for `shape` (must be one of the compiled shapes: small_m_compiled()).
 void launch_small_m(const SmallMParams& p, const SmallMShape& shape, int device, bool enable_pdl, void* stream);

@@ -146,7 +146,9 @@ TEST_F(GemmGpu, SquareGridEveryTactic) {
 
 TEST_F(GemmGpu, RaggedShapesEveryTactic) {
   const int shapes[][3] = {{3, 448, 320},      {127, 704, 960},  {1000, 1600, 1536}, {3000, 1088, 768},
-                           {13, 11008, 128},   {2048, 2688, 2688}, {1, 2048, 7168},  {16, 10304, 2688}};
+                           {13, 11008, 128},   {2048, 2688, 2688}, {1, 2048, 7168},  {16, 10304, 2688},
+                           // K not a multiple of 64 (zero-filled activation tails), N not a multiple of 128
+                           {37, 200, 208},     {70, 520, 1200}};
   for (const auto& s : shapes) check_all_tactics(s[0], s[1], s[2]);
   check_all_tactics(5, 448, 320, DType::kFloat16);
   check_all_tactics(100, 704, 960, DType::kFloat16);
@@ -206,8 +208,13 @@ TEST_F(GemmGpu, DecodeIsExactForEveryCodeAndScale) {
   }
 }
 
-TEST_F(GemmGpu, PublicEntryGraphCaptureAndPdl) {
-  Problem p(16, 1024, 512, 99);
+class GemmGpuEntry : public testing::GpuTest, public ::testing::WithParamInterface<int> {};
+
+// The default tactic at M = 16 (small-M streaming) and M = 100 (fused mid-M kernel).
+INSTANTIATE_TEST_SUITE_P(DefaultTactics, GemmGpuEntry, ::testing::Values(16, 100));
+
+TEST_P(GemmGpuEntry, PublicEntryGraphCaptureAndPdl) {
+  Problem p(GetParam(), 1024, 512, 99);
   Dev dout(static_cast<std::size_t>(p.m) * p.n * 2);
   TensorView out = TensorView::contiguous(dout.ptr, DType::kBFloat16, {p.m, p.n}, Device::cuda(0));
   cudaStream_t s;

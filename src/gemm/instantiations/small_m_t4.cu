@@ -1,19 +1,19 @@
-// Small-M kernels with 32-token tiles (T = 4). Shapes: the (R, W) pairs whose reduction buffer fits 48 KB.
+// Small-M kernels with 32-token tiles (T = 4). Shapes: the (R, W) pairs compiled (each about 20 s of nvcc).
 #include "gemm/kernels/small_m_launch.cuh"
 
 namespace fastinfer::gemm::detail {
 
-bool launch_small_m_t4(const SmallMParams& p, const SmallMShape& s, bool enable_pdl, cudaStream_t stream) {
+bool launch_small_m_t4(const SmallMParams& p, const SmallMShape& s, int device, bool enable_pdl, cudaStream_t stream) {
   if (s.rows_tiles == 2 && s.warps == 4) {
-    launch_small_m_instance<2, 4, 4>(p, s.cluster, enable_pdl, stream);
+    launch_small_m_instance<2, 4, 4>(p, s.cluster, device, enable_pdl, stream);
     return true;
   }
   if (s.rows_tiles == 2 && s.warps == 8) {
-    launch_small_m_instance<2, 4, 8>(p, s.cluster, enable_pdl, stream);
+    launch_small_m_instance<2, 4, 8>(p, s.cluster, device, enable_pdl, stream);
     return true;
   }
   if (s.rows_tiles == 4 && s.warps == 4) {
-    launch_small_m_instance<4, 4, 4>(p, s.cluster, enable_pdl, stream);
+    launch_small_m_instance<4, 4, 4>(p, s.cluster, device, enable_pdl, stream);
     return true;
   }
   return false;

@@ -2,14 +2,29 @@
 // Launch of one small-M kernel instantiation (cluster size and PDL as launch attributes).
 #include <cuda_runtime.h>
 
+#include <mutex>
+
 #include "gemm/kernels/small_m_sm90.cuh"
 #include "runtime/cuda_check.h"
 
 namespace fastinfer::gemm::detail {
 
+// The ring needs more than the default 48 KB of dynamic shared memory: opt in once per device
+// (per instantiation), not per call.
 template <int R, int T, int W>
-void launch_small_m_instance(const SmallMParams& p, int cluster, bool enable_pdl, cudaStream_t stream) {
+void allow_small_m_smem(int device) {
+  constexpr int kMaxDevices = 64;
+  static std::once_flag once[kMaxDevices];
+  std::call_once(once[device % kMaxDevices], [] {
+    FASTINFER_CUDA_CHECK(cudaFuncSetAttribute(small_m_kernel<R, T, W>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                              SmallMKernel<R, T, W>::kSmemBytes));
+  });
+}
+
+template <int R, int T, int W>
+void launch_small_m_instance(const SmallMParams& p, int cluster, int device, bool enable_pdl, cudaStream_t stream) {
   using K = SmallMKernel<R, T, W>;
+  allow_small_m_smem<R, T, W>(device);
   const int row_groups = (p.n + K::kRows - 1) / K::kRows;
   const int token_groups = (p.m + K::kTokens - 1) / K::kTokens;
   cudaLaunchConfig_t config{};

@@ -1,6 +1,6 @@
 #pragma once
 // Small-M mm_bf16_fp4 kernel (weight streaming): each warp streams R 16-row weight tiles over its
-// K slice with 16-byte loads, decodes e2m1 x e4m3 to bf16 in registers (small_m_decode.cuh) and
+// K slice through a cp.async ring in shared memory (several k64 chunks in flight), decodes e2m1 x e4m3 to bf16 in registers (small_m_decode.cuh) and
 // runs mma.m16n8k16 with the weight as the A operand (rows = N) and up to 8T tokens as B.
 // Split-K: W warps of a CTA and C CTAs of a cluster take consecutive K slices; partial sums meet
 // in shared memory (warps, fixed order) and then distributed shared memory (cluster ranks, fixed
@@ -16,21 +16,6 @@ namespace fastinfer::gemm::detail {
 
 namespace cg = cooperative_groups;
 
-// Streaming 16-byte weight load: read once, keep it out of L1 (activations live there).
-__device__ __forceinline__ uint4 load_stream16(const uint4* p) {
-  uint4 v;
-  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(p));
-  return v;
-}
-
-__device__ __forceinline__ uint2 load_stream8(const uint2* p) {
-  uint2 v;
-  asm volatile("ld.global.nc.L1::no_allocate.v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "l"(p));
-  return v;
-}
-
 __device__ __forceinline__ void mma_bf16_16816(float (&c)[4], const std::uint32_t (&a)[4], std::uint32_t b0,
                                                std::uint32_t b1) {
   asm volatile(
@@ -40,23 +25,37 @@ __device__ __forceinline__ void mma_bf16_16816(float (&c)[4], const std::uint32_
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
+// Asynchronous 16-byte global -> shared copy (L2 only); the source is read with a 256-byte L2
+// prefetch because each warp streams its tiles' bytes contiguously.
+__device__ __forceinline__ void cp_async16(void* smem_dst, const void* src) {
+  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem_dst));
+  asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16;" ::"r"(dst), "l"(src) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
+
 template <int R, int T, int W>
 struct SmallMKernel {
   static constexpr int kThreads = W * 32;
   static constexpr int kRows = R * kTileRows;   // output rows (N) per CTA
   static constexpr int kTokens = T * 8;         // output columns (M) per CTA
-  // k64 chunks loaded together per warp: bytes in flight vs registers held by activation fragments
-  // (unmeasured; T > 2 keeps one chunk so 8T-token fragments fit).
-  static constexpr int kChunksPerStep = T <= 2 ? 2 : 1;
-  // Partial sums: [W][kRows][kTokens] fp32; warp 0's slice then holds the CTA's sum.
-  static constexpr int kSmemBytes = W * kRows * kTokens * 4;
-  static_assert(kSmemBytes <= 48 * 1024, "small-M reduction buffer must fit the default 48 KB (no opt-in)");
+  // Ring plan (small_m_params.h): kStages - 1 chunks in flight per warp while one is decoded.
+  // Activation rows are stored as 16-byte units XOR-swizzled by the row (conflict-free reads).
+  static constexpr int kWeightBytes = R * 512;
+  static constexpr int kScaleBytes = R * 64;
+  static constexpr int kStageBytes = small_m_stage_bytes(R, T);
+  static constexpr int kStages = small_m_stages(R, T, W);
+  static_assert(kStages >= 2, "small-M ring needs two stages");
+  static constexpr int kSmemBytes = small_m_smem_bytes(R, T, W);
 };
 
 template <int R, int T, int W>
 __global__ void __launch_bounds__(W * 32) small_m_kernel(SmallMParams p) {
   using K = SmallMKernel<R, T, W>;
-  extern __shared__ float partial[];  // [W][kRows][kTokens]
+  constexpr int S = K::kStages;
+  extern __shared__ __align__(16) unsigned char smem[];
+  float* partial = reinterpret_cast<float*>(smem);  // [W][kRows][kTokens], after the loop
 
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int g = lane / 4, t = lane % 4;
@@ -64,15 +63,36 @@ __global__ void __launch_bounds__(W * 32) small_m_kernel(SmallMParams p) {
   const unsigned cluster_rank = cg::this_cluster().block_rank();
   const int row_group = blockIdx.x / cluster_size;     // which kRows rows of N
   const int m0 = blockIdx.y * K::kTokens;
-  const int split = cluster_rank * W + warp, splits = cluster_size * W;
-  const int kc_begin = static_cast<int>(static_cast<long long>(p.kc_count) * split / splits);
-  const int kc_end = static_cast<int>(static_cast<long long>(p.kc_count) * (split + 1) / splits);
+  // This warp's k chunks: kc_first + kc_stride * i, i < n_chunks. Contiguous slices per warp, or
+  // (warp_interleave) the CTA's slice dealt round-robin so the W warps read W adjacent tiles.
+  int kc_first, kc_stride, n_chunks;
+  if (p.warp_interleave) {
+    const int cta_begin = static_cast<int>(static_cast<long long>(p.kc_count) * cluster_rank / cluster_size);
+    const int cta_end = static_cast<int>(static_cast<long long>(p.kc_count) * (cluster_rank + 1) / cluster_size);
+    kc_first = cta_begin + warp;
+    kc_stride = W;
+    n_chunks = cta_end - kc_first > 0 ? (cta_end - kc_first + W - 1) / W : 0;
+  } else {
+    const int split = cluster_rank * W + warp, splits = cluster_size * W;
+    kc_first = static_cast<int>(static_cast<long long>(p.kc_count) * split / splits);
+    kc_stride = 1;
+    n_chunks = static_cast<int>(static_cast<long long>(p.kc_count) * (split + 1) / splits) - kc_first;
+  }
+  // Interleaved mode also rotates each CTA's starting chunk, so CTAs do not sweep power-of-two
+  // strided addresses in lockstep (DRAM channel camping); the order is fixed, so runs stay bitwise equal.
+  const int rot = (p.warp_interleave && n_chunks > 0) ? static_cast<int>((row_group * 7u + blockIdx.y * 3u) % n_chunks) : 0;
+  auto chunk_of = [&](int i) {
+    int j = i + rot;
+    if (j >= n_chunks) j -= n_chunks;
+    return kc_first + kc_stride * j;
+  };
 
-  const uint4* tiles = static_cast<const uint4*>(p.w_tiles);
-  const uint2* scales = static_cast<const uint2*>(p.w_scales);
+  const unsigned char* tiles = static_cast<const unsigned char*>(p.w_tiles);
+  const unsigned char* scales = static_cast<const unsigned char*>(p.w_scales);
   const int nt0 = row_group * R;
+  unsigned char* ring = smem + warp * S * K::kStageBytes;
 
-  // Activation rows this lane feeds as the B operand (token g of each 8-token tile).
+  // Activation rows this lane copies and feeds as the B operand (token g of each 8-token tile).
   const __nv_bfloat16* a_rows[T];
   bool a_valid[T];
 #pragma unroll
@@ -82,6 +102,31 @@ __global__ void __launch_bounds__(W * 32) small_m_kernel(SmallMParams p) {
     a_rows[tt] = static_cast<const __nv_bfloat16*>(p.a) + static_cast<long long>(a_valid[tt] ? m : 0) * p.lda;
   }
 
+  // Chunk i of this warp's slice -> stage i % S. Weights: every lane its own 16 bytes per tile,
+  // lanes 0..3 the tile's 64 scale bytes. Activations: lane (g, t) copies 16-byte units 2t, 2t+1
+  // of row g (k beyond K is not copied; the reads below substitute zeros).
+  auto issue_weights = [&](int i) {
+    unsigned char* st = ring + (i % S) * K::kStageBytes;
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      const long long tile = static_cast<long long>(nt0 + r) * p.kc_count + chunk_of(i);
+      cp_async16(st + r * 512 + lane * 16, tiles + tile * 512 + lane * 16);
+      if (lane < 4) cp_async16(st + K::kWeightBytes + r * 64 + lane * 16, scales + tile * 64 + lane * 16);
+    }
+  };
+  auto issue_acts = [&](int i) {
+    unsigned char* act = ring + (i % S) * K::kStageBytes + K::kWeightBytes + K::kScaleBytes;
+    const int k_chunk = chunk_of(i) * kChunkK;
+#pragma unroll
+    for (int tt = 0; tt < T; ++tt)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int u = 2 * t + h;
+        if (a_valid[tt] && k_chunk + 8 * u < p.k)
+          cp_async16(act + (tt * 8 + g) * 128 + ((u ^ g) * 16), a_rows[tt] + k_chunk + 8 * u);
+      }
+  };
+
   float acc[R][T][4];
 #pragma unroll
   for (int r = 0; r < R; ++r)
@@ -90,58 +135,64 @@ __global__ void __launch_bounds__(W * 32) small_m_kernel(SmallMParams p) {
 #pragma unroll
       for (int i = 0; i < 4; ++i) acc[r][tt][i] = 0.0f;
 
-  // The weights are constant inputs: with PDL the first loads go out before waiting for the
-  // producer of `a`.
-  bool waited = false;
-  for (int kc = kc_begin; kc < kc_end; kc += K::kChunksPerStep) {
-    uint4 wv[R][K::kChunksPerStep];
-    uint2 sv[R][K::kChunksPerStep];
+  // The weights are constant inputs: with PDL the first stages' weight copies go out before
+  // waiting for the producer of `a`. Group s holds at least everything of stage s.
 #pragma unroll
-    for (int u = 0; u < K::kChunksPerStep; ++u)
+  for (int s = 0; s < S - 1; ++s)
+    if (s < n_chunks) issue_weights(s);
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#pragma unroll
+  for (int s = 0; s < S - 1; ++s) {
+    if (s < n_chunks) issue_acts(s);
+    cp_async_commit();
+  }
+
+  for (int i = 0; i < n_chunks; ++i) {
+    cp_async_wait<S - 2>();
+    __syncwarp();  // stage i visible to the whole warp; stage i - 1 read by every lane
+    if (i + S - 1 < n_chunks) {
+      issue_weights(i + S - 1);
+      issue_acts(i + S - 1);
+    }
+    cp_async_commit();
+
+    const unsigned char* st = ring + (i % S) * K::kStageBytes;
+    uint4 wv[R];
+    uint2 sv[R];
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      wv[r] = *reinterpret_cast<const uint4*>(st + r * 512 + lane * 16);
+      sv[r] = *reinterpret_cast<const uint2*>(st + K::kWeightBytes + r * 64 + g * 8);
+    }
+    // Activation fragments: token g, k = chunk*64 + 16j + 4t .. +3 = unit 2j + t/2, half t%2.
+    const unsigned char* act = st + K::kWeightBytes + K::kScaleBytes;
+    const int k_chunk = chunk_of(i) * kChunkK;
+    uint2 bv[T][4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const bool k_ok = k_chunk + 16 * j < p.k;
+      const int offset = (((2 * j + (t >> 1)) ^ g) * 16) + (t & 1) * 8;
+#pragma unroll
+      for (int tt = 0; tt < T; ++tt)
+        bv[tt][j] = (k_ok && a_valid[tt]) ? *reinterpret_cast<const uint2*>(act + (tt * 8 + g) * 128 + offset)
+                                          : make_uint2(0, 0);
+    }
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
 #pragma unroll
       for (int r = 0; r < R; ++r) {
-        const long long tile = static_cast<long long>(nt0 + r) * p.kc_count + kc + u;
-        if (kc + u < kc_end) {
-          wv[r][u] = load_stream16(tiles + tile * 32 + lane);
-          sv[r][u] = load_stream8(scales + tile * 8 + g);
-        } else {
-          wv[r][u] = make_uint4(0, 0, 0, 0);
-          sv[r][u] = make_uint2(0, 0);
-        }
+        const std::uint32_t sword = j < 2 ? sv[r].x : sv[r].y;
+        const std::uint32_t s_g = scale_pair(sword, (2 * j) % 4), s_g8 = scale_pair(sword, (2 * j + 1) % 4);
+        const std::uint32_t word = j == 0 ? wv[r].x : j == 1 ? wv[r].y : j == 2 ? wv[r].z : wv[r].w;
+        std::uint32_t afrag[4];
+        decode_word(word, s_g, s_g8, afrag);
+#pragma unroll
+        for (int tt = 0; tt < T; ++tt) mma_bf16_16816(acc[r][tt], afrag, bv[tt][j].x, bv[tt][j].y);
       }
-    if (!waited) {
-      asm volatile("griddepcontrol.wait;" ::: "memory");
-      waited = true;
-    }
-    // Activation fragments of the whole step: token g, k = chunk*64 + 16j + 4t .. +3.
-    uint2 bv[T][K::kChunksPerStep][4];
-#pragma unroll
-    for (int u = 0; u < K::kChunksPerStep; ++u)
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const int k = (kc + u) * kChunkK + 16 * j + 4 * t;
-        const bool k_ok = (kc + u < kc_end) && k < p.k;
-#pragma unroll
-        for (int tt = 0; tt < T; ++tt)
-          bv[tt][u][j] = (k_ok && a_valid[tt]) ? __ldg(reinterpret_cast<const uint2*>(a_rows[tt] + k)) : make_uint2(0, 0);
-      }
-#pragma unroll
-    for (int u = 0; u < K::kChunksPerStep; ++u)
-#pragma unroll
-      for (int j = 0; j < 4; ++j)
-#pragma unroll
-        for (int r = 0; r < R; ++r) {
-          const std::uint32_t sword = j < 2 ? sv[r][u].x : sv[r][u].y;
-          const std::uint32_t s_g = scale_pair(sword, (2 * j) % 4), s_g8 = scale_pair(sword, (2 * j + 1) % 4);
-          const std::uint32_t word = j == 0 ? wv[r][u].x : j == 1 ? wv[r][u].y : j == 2 ? wv[r][u].z : wv[r][u].w;
-          std::uint32_t afrag[4];
-          decode_word(word, s_g, s_g8, afrag);
-#pragma unroll
-          for (int tt = 0; tt < T; ++tt) mma_bf16_16816(acc[r][tt], afrag, bv[tt][u][j].x, bv[tt][u][j].y);
-        }
   }
-  if (!waited) asm volatile("griddepcontrol.wait;" ::: "memory");
+  cp_async_wait<0>();
   asm volatile("griddepcontrol.launch_dependents;");
+  __syncthreads();  // every warp is done with its ring: the partial sums reuse it
 
   // Warp partials -> shared memory. C fragment: c0,c1 = (row g, tokens 2t, 2t+1), c2,c3 = row g+8.
   float* mine = partial + warp * K::kRows * K::kTokens;
