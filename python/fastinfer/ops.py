@@ -46,13 +46,15 @@ def chunk_gated_delta_rule(q, k, v, g=None, beta=None, scale=None, initial_state
                            output_final_state=False, cu_seqlens=None, use_qk_l2norm_in_kernel=False,
                            output=None, output_state=None, state_indices=None,
                            checkpoint_every_n_tokens=0, state_checkpoints=None,
-                           checkpoint_cu_starts=None, stream=None):
+                           checkpoint_cu_starts=None, use_cp=None, max_seqlen=0, stream=None):
     """GDN prefill over packed sequences (FlashInfer's chunk_gated_delta_rule).
 
     q [T, Hq, 128], k [T, Hk, 128], v [T, Hv, 128]; g (the linear forget gate alpha) and beta
     [T, Hsab] float32; cu_seqlens [N + 1] int32/int64. Returns output [T, Hsab, 128], and with
     output_final_state=True also the final state [N, Hsab, 128, 128] float32 (or `output_state`).
-    Unlike FlashInfer, use_qk_l2norm_in_kernel really normalises q and k.
+    Unlike FlashInfer, use_qk_l2norm_in_kernel really normalises q and k. use_cp picks the
+    context-parallel pipeline: None = automatic, True = always, False = never; max_seqlen (the
+    longest sequence, known on the host) sizes its chunks (0 = unknown: the total token count).
     """
     if cu_seqlens is None:
         raise ValueError("chunk_gated_delta_rule: cu_seqlens must be given (packed varlen input)")
@@ -64,7 +66,8 @@ def chunk_gated_delta_rule(q, k, v, g=None, beta=None, scale=None, initial_state
         output_state = _empty(q, (n, hsab, _HEAD_DIM, _HEAD_DIM), _dtype(q, "float32"))
     _C.gdn_prefill(q, k, v, cu_seqlens, output, g, beta, 0.0 if scale is None else float(scale),
                    bool(use_qk_l2norm_in_kernel), initial_state, output_state, state_indices,
-                   int(checkpoint_every_n_tokens), state_checkpoints, checkpoint_cu_starts, _stream(q, stream))
+                   int(checkpoint_every_n_tokens), state_checkpoints, checkpoint_cu_starts, _stream(q, stream),
+                   use_cp, int(max_seqlen))
     return (output, output_state) if output_final_state else output
 
 

@@ -40,6 +40,15 @@ def test_chunk_gated_delta_rule_errors_are_typed_and_named():
         fastinfer.chunk_gated_delta_rule(q16, q16, q16, cu_seqlens=cu)
 
 
+def test_chunk_gated_delta_rule_use_cp_on_cpu_is_a_named_error():
+    cu = np.array([0, 4], dtype=np.int32)
+    q = np.ones((4, 1, 128), dtype=np.float16)
+    with pytest.raises(ValueError, match=r"gdn::prefill: use_cp must be Auto or Off for CPU tensors"):
+        fastinfer.chunk_gated_delta_rule(q, q, q, cu_seqlens=cu, use_cp=True)
+    out = fastinfer.chunk_gated_delta_rule(q, q, q, cu_seqlens=cu, use_cp=False, max_seqlen=4)
+    assert out.shape == (4, 1, 128)
+
+
 def test_nvfp4_quantize_dequantize_cpu_round_trip():
     w = rng.standard_normal((48, 64)).astype(np.float32)
     w[3, :16] = 0.0  # an all-zero block

@@ -31,6 +31,22 @@ def test_chunk_gated_delta_rule_gpu(torch):
     assert np.abs(s[[0, 2]] - ref_state[[0, 2]]).max() < 2e-2
 
 
+def test_chunk_gated_delta_rule_context_parallel_matches_plain_path(torch):
+    lengths = [3000, 0, 700]
+    cu = torch.tensor([0, 3000, 3000, 3700], dtype=torch.int32, device="cuda")
+    t, hq, hv, d = 3700, 2, 4, 128
+    q = torch.randn(t, hq, d, device="cuda", dtype=torch.bfloat16)
+    k = torch.nn.functional.normalize(torch.randn(t, hq, d, device="cuda"), dim=-1).to(torch.bfloat16)
+    v = torch.randn(t, hv, d, device="cuda", dtype=torch.bfloat16)
+    alpha = torch.rand(t, hv, device="cuda") * 0.1 + 0.9
+    beta = torch.rand(t, hv, device="cuda")
+    runs = [fastinfer.chunk_gated_delta_rule(q, k, v, g=alpha, beta=beta, cu_seqlens=cu, output_final_state=True,
+                                             use_cp=cp, max_seqlen=max(lengths)) for cp in (True, False)]
+    (out_cp, state_cp), (out, state) = runs
+    assert (out_cp.float() - out.float()).norm() / out.float().norm() < 5e-3
+    assert (state_cp[[0, 2]] - state[[0, 2]]).abs().max() < 5e-3
+
+
 def test_mm_bf16_fp4_gpu_matches_dequantized_matmul(torch):
     m, n, k = 37, 512, 1024
     w = torch.randn(n, k, device="cuda", dtype=torch.float32)

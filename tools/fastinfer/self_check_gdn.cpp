@@ -24,6 +24,7 @@ struct PrefillCase {
   std::vector<std::int64_t> lengths;
   std::vector<std::int32_t> slots;  // empty: packed states; else a pool used in place
   int checkpoint_every = 0;
+  gdn::UseCp use_cp = gdn::UseCp::kOff;
 };
 
 struct PrefillProblem {
@@ -65,7 +66,7 @@ struct PrefillProblem {
   gdn::PrefillArgs args() const {
     gdn::PrefillArgs a;
     a.q = q, a.k = k, a.v = v, a.cu_seqlens = cu, a.output = output;
-    a.alpha = alpha.view(), a.beta = beta.view(), a.use_qk_l2norm = true;
+    a.alpha = alpha.view(), a.beta = beta.view(), a.use_qk_l2norm = true, a.use_cp = c.use_cp;
     a.initial_state = state_in.view();
     a.output_state = c.slots.empty() ? state_out.view() : state_in.view();
     if (!c.slots.empty()) a.state_indices = slots.view();
@@ -229,6 +230,8 @@ CheckOutcome check_decode_cpu() {
 std::vector<SelfCheck> gdn_self_checks(bool on_gpu) {
   const PrefillCase gva{DType::kBFloat16, DType::kFloat32, 2, 4, {130, 0, 257, 64}, {}, 0};
   const PrefillCase pool{DType::kFloat16, DType::kBFloat16, 4, 2, {200, 50, 64}, {4, -1, 1}, 64};
+  PrefillCase cp{DType::kBFloat16, DType::kFloat32, 2, 4, {1500, 0, 700, 65}, {}, 128};
+  cp.use_cp = gdn::UseCp::kOn;
   std::vector<SelfCheck> checks{
       {"gdn_prefill bf16, heads 2/4, lengths 130,0,257,64, packed fp32 states",
        [=] { return check_prefill(gva, on_gpu); }},
@@ -236,6 +239,8 @@ std::vector<SelfCheck> gdn_self_checks(bool on_gpu) {
        [=] { return check_prefill(pool, on_gpu); }},
   };
   if (on_gpu) {
+    checks.push_back({"gdn_prefill context-parallel (use_cp On), bf16, heads 2/4, lengths 1500,0,700,65, checkpoints",
+                      [=] { return check_prefill(cp, true); }});
     checks.push_back({"gdn_decode T=1, 5 sequences (one padded), fp32 pool", [] { return check_decode_gpu(1, DType::kFloat32); }});
     checks.push_back({"gdn_decode MTP T=4, bf16 pool, intermediate states", [] { return check_decode_gpu(4, DType::kBFloat16); }});
   } else {
