@@ -18,6 +18,7 @@
 #include "fastinfer/gemm.h"
 #include "fastinfer/nvfp4.h"
 #include "fastinfer/tune.h"
+#include "fastinfer/workspace.h"
 #include "gemm/mm_runner.h"
 #include "gemm/mm_tunable.h"
 #include "harness.h"
@@ -224,6 +225,24 @@ constexpr const char* kColdEnv = "FASTINFER_COLD_START_OP";
     r["context_ms"] = us_since(t0) * 1e-3;
     cudaStream_t s;
     FASTINFER_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    if (key.rfind("probe_", 0) == 0) {  // diagnostics of what a first call may pay, in a fresh process
+      t0 = Clock::now();
+      if (key == "probe_malloc_async") {  // the first stream-ordered allocation (cold memory pool)
+        void* p = nullptr;
+        FASTINFER_CUDA_CHECK(cudaMallocAsync(&p, 1 << 20, s));
+        FASTINFER_CUDA_CHECK(cudaFreeAsync(p, s));
+      } else if (key == "probe_reserve_workspace") {  // the pool's first block (what the CP path grows)
+        reserve_workspace(0, s, "probe", 64 << 20);
+      }
+      FASTINFER_CUDA_CHECK(cudaStreamSynchronize(s));
+      r["name"] = key;
+      r["setup_ms"] = 0.0;
+      r["first_call_host_ms"] = r["first_call_done_ms"] = us_since(t0) * 1e-3;
+      r["second_call_host_us"] = r["second_call_done_us"] = 0.0;
+      std::printf("COLD_START %s\n", r.dump().c_str());
+      std::fflush(stdout);
+      std::_Exit(0);
+    }
     OpCase c;
     for (const auto& [k, make] : case_factories())
       if (k == key) c = make(s);
@@ -257,8 +276,15 @@ nlohmann::json cold_start_all() {
   nlohmann::json rows = nlohmann::json::array();
   std::printf("\n%-58s %9s %9s %11s %11s %10s %9s\n", "cold start (fresh process per op)", "proc ms", "ctx ms",
               "1st host ms", "1st done ms", "2nd us", "setup ms");
-  for (const auto& [key, make] : case_factories()) {
-    const std::string cmd = std::string(kColdEnv) + "=" + key + " '" + exe + "' host_overhead 2>&1";
+  // Every op, then diagnostics: the CP path with eager module loading (is its first call module
+  // loading?), and the first stream-ordered allocation / workspace block in a fresh process.
+  std::vector<std::pair<std::string, std::string>> runs;  // (key, extra environment)
+  for (const auto& [key, make] : case_factories()) runs.emplace_back(key, "");
+  runs.emplace_back("prefill_cp", "CUDA_MODULE_LOADING=EAGER");
+  runs.emplace_back("probe_malloc_async", "");
+  runs.emplace_back("probe_reserve_workspace", "");
+  for (const auto& [key, env] : runs) {
+    const std::string cmd = env + " " + kColdEnv + "=" + key + " '" + exe + "' host_overhead 2>&1";
     const auto t0 = Clock::now();
     FILE* pipe = popen(cmd.c_str(), "r");
     if (pipe == nullptr) continue;
@@ -272,6 +298,7 @@ nlohmann::json cold_start_all() {
     const double process_ms = us_since(t0) * 1e-3;
     nlohmann::json r = found.empty() ? nlohmann::json{{"op", key}, {"error", "no COLD_START line"}} : nlohmann::json::parse(found);
     r["process_ms"] = process_ms;
+    if (!env.empty()) r["environment"] = env, r["name"] = r.value("name", key) + " [" + env + "]";
     if (r.contains("error")) {
       std::printf("%-58s error: %s\n", key.c_str(), r["error"].get<std::string>().c_str());
     } else {

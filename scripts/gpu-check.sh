@@ -39,6 +39,11 @@ if [[ $MODE != tests ]]; then
   FASTINFER_COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo unknown) \
     "$FASTINFER_BUILD_DIR/bench/fastinfer_bench" "${BENCH_ROUTINE:-all}" ${BENCH_ARGS:-} --json "$OUT/bench.json" >"$OUT/bench.txt" 2>&1
   bench_rc=$?
+  # Python per-call host cost of every op next to the C++ numbers just measured (issue 9).
+  if [[ -f "$FASTINFER_BUILD_DIR/python/fastinfer/__init__.py" ]]; then
+    PYTHONPATH="$PWD/$FASTINFER_BUILD_DIR/python" python3 python/bench/host_overhead.py --cpp "$OUT/bench.json" \
+      --json "$OUT/host_overhead_python.json" >>"$OUT/bench.txt" 2>&1 || echo "gpu-check: python host_overhead failed" >>"$OUT/bench.txt"
+  fi
   cat "$OUT/bench.txt"
   "$FASTINFER_BUILD_DIR/tools/fastinfer" plot "$OUT/bench.json" -o "$OUT/bench.png" || echo "gpu-check: plot failed"
 fi

@@ -194,11 +194,12 @@ def main():
     args = parser.parse_args()
 
     cpp_ops, raw_launch = {}, None
-    if args.cpp:
+    if args.cpp and os.path.exists(args.cpp):
         with open(args.cpp) as f:
-            cpp = json.load(f)["host_overhead"]
-        raw_launch = cpp["raw_launch_us"]
-        cpp_ops = {o["op"]: o for o in cpp["ops"]}
+            cpp = json.load(f).get("host_overhead")
+        if cpp and "ops" in cpp:  # absent when the C++ routine did not run or is the old one
+            raw_launch = cpp["raw_launch_us"]
+            cpp_ops = {o["op"]: o for o in cpp["ops"]}
 
     stream = torch.cuda.Stream()
     x = torch.zeros(16, device="cuda")

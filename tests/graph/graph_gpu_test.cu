@@ -6,7 +6,10 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "stress/gpu_ops.h"
@@ -15,7 +18,11 @@
 namespace fastinfer::testing {
 namespace {
 
-constexpr int kReplays = 25;
+// FASTINFER_GRAPH_REPLAYS overrides (sanitizer runs use a few).
+int replays() {
+  const char* env = std::getenv("FASTINFER_GRAPH_REPLAYS");
+  return env ? std::max(2, std::atoi(env)) : 25;
+}
 
 using Bytes = std::vector<std::vector<unsigned char>>;
 
@@ -67,7 +74,8 @@ void capture_and_replay(GpuOpProblem& problem) {
 
   Bytes previous;
   int identical = 0, changed = 0;
-  for (int r = 0; r < kReplays; ++r) {
+  const int count = replays();
+  for (int r = 0; r < count; ++r) {
     problem.refill(9000 + r);
     inst->prepare(s);
     FASTINFER_CUDA_CHECK(cudaGraphLaunch(exec, s));
@@ -89,18 +97,24 @@ void capture_and_replay(GpuOpProblem& problem) {
     previous = replayed;
   }
   std::printf("graph: %-60s %d kernel node(s), %d replays: %d/%zu results identical to eager, %d changed\n",
-              problem.name().c_str(), kernels, kReplays, identical, kReplays * previous.size(), changed);
+              problem.name().c_str(), kernels, count, identical, count * previous.size(), changed);
   FASTINFER_CUDA_CHECK(cudaGraphExecDestroy(exec));
   FASTINFER_CUDA_CHECK(cudaGraphDestroy(graph));
   FASTINFER_CUDA_CHECK(cudaStreamDestroy(s));
 }
 
-class GraphGpu : public GpuTest {};
+// One test per problem of make_all_problems (so sanitizer runs can pick a few by name).
+class GraphGpu : public GpuTest, public ::testing::WithParamInterface<int> {};
 
-TEST_F(GraphGpu, EveryOpCapturedAndReplayedWithNewInputs) {
+TEST_P(GraphGpu, CapturedAndReplayedWithNewInputs) {
   auto problems = make_all_problems(777);
-  for (auto& p : problems) capture_and_replay(*p);
+  ASSERT_LT(GetParam(), static_cast<int>(problems.size()));
+  capture_and_replay(*problems[GetParam()]);
 }
+
+std::string problem_label(const ::testing::TestParamInfo<int>& info) { return kProblemLabels[info.param]; }
+
+INSTANTIATE_TEST_SUITE_P(EveryOp, GraphGpu, ::testing::Range(0, kProblemCount), problem_label);
 
 }  // namespace
 }  // namespace fastinfer::testing

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <iterator>
 #include <memory>
 #include <random>
 #include <string>
@@ -323,6 +324,12 @@ class MmGpuProblem : public GpuOpProblem {
 
 // ---------------------------------------------------------------------------------------------
 // The problem set both tests use: small shapes, every op, several configurations each.
+// Short labels of make_all_problems()'s entries, in order (test names; no GPU needed to list them).
+inline constexpr const char* kProblemLabels[] = {
+    "prefill_pool",  "prefill_packed_l2norm_checkpoints", "prefill_cp_pool_checkpoints", "prefill_cp_fp16_gqa",
+    "decode_padded", "decode_mtp_bf16_state",             "mm_m1",                       "mm_m7_fp16",
+    "mm_m48",        "quantize_swizzled",                 "dequantize_linear"};
+inline constexpr int kProblemCount = static_cast<int>(std::size(kProblemLabels));
 
 inline std::vector<std::unique_ptr<GpuOpProblem>> make_all_problems(std::uint64_t seed) {
   std::vector<std::unique_ptr<GpuOpProblem>> r;
@@ -377,6 +384,7 @@ inline std::vector<std::unique_ptr<GpuOpProblem>> make_all_problems(std::uint64_
   r.push_back(std::make_unique<MmGpuProblem>(48, 512, 4096, DType::kBFloat16, seed++));
   r.push_back(std::make_unique<QuantizeGpuProblem>(256, 512, nvfp4::ScaleLayout::kSwizzled128x4, seed++));
   r.push_back(std::make_unique<DequantizeGpuProblem>(256, 512, nvfp4::ScaleLayout::kLinear, DType::kBFloat16, seed++));
+  if (static_cast<int>(r.size()) != kProblemCount) throw Error(Error::Kind::kRuntime, "gpu_ops.h: update kProblemCount");
   return r;
 }
 
