@@ -148,6 +148,9 @@ nlohmann::json run_mm_bf16_fp4_tactics(const BenchOptions& options) {
       const double def_ms = time_tactic(-1);
       std::printf("%-20s best %-34s %8.4f ms (x floor %5.2f, x cublas %5.2f) | default %-34s %8.4f (%.2fx best)\n", label,
                   best_name.c_str(), best, best / floor, cublas / best, runner->tactic(def).name.c_str(), def_ms, def_ms / best);
+      std::printf("  all");
+      for (const auto& [name, t] : per.items()) std::printf(" %s=%.4f", name.c_str(), t.get<double>());
+      std::printf("\n");
       std::fflush(stdout);
       rows.push_back({{"label", label}, {"n", n}, {"k", k}, {"m", m}, {"floor_ms", floor}, {"cublas_bf16_ms", cublas},
                       {"best", best_name}, {"best_ms", best}, {"default", runner->tactic(def).name}, {"default_ms", def_ms},

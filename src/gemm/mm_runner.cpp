@@ -107,7 +107,8 @@ bool MmRunner::can_run(const MmTactic& t, std::int64_t m) const {
     return large_can_implement(p, *t.large);
   }
   const int kc_count_mid = static_cast<int>((k_ + kChunkK - 1) / kChunkK);
-  if (t.mid_tokens > 0) return kc_count_mid >= t.cluster;  // every rank gets at least one chunk
+  if (t.mid_tokens > 0)  // every rank gets at least one chunk; row groups x C fit grid.y
+    return kc_count_mid >= t.cluster && (n_ + kMidMRows - 1) / kMidMRows * t.cluster <= 65535;
   if (!small_m_compiled(t.rows_tiles, token_tiles(m), t.warps)) return false;
   const int kc_count = static_cast<int>((k_ + kChunkK - 1) / kChunkK);
   return t.cluster == 1 || kc_count >= t.cluster * t.warps;  // every warp gets at least one chunk

@@ -23,14 +23,14 @@ void launch_mid_m_instance(const SmallMParams& p, int cluster, int device, bool 
   const int row_groups = (p.n + kMidMRows - 1) / kMidMRows;
   const int token_groups = (p.m + TN - 1) / TN;
   cudaLaunchConfig_t config{};
-  config.gridDim = dim3(static_cast<unsigned>(row_groups * cluster), static_cast<unsigned>(token_groups), 1);
+  config.gridDim = dim3(static_cast<unsigned>(token_groups), static_cast<unsigned>(row_groups * cluster), 1);
   config.blockDim = dim3(kMidMWarps * 32, 1, 1);
   config.dynamicSmemBytes = mid_m_smem_bytes(TN);
   config.stream = stream;
   cudaLaunchAttribute attrs[2];
   attrs[0].id = cudaLaunchAttributeClusterDimension;
-  attrs[0].val.clusterDim.x = static_cast<unsigned>(cluster);
-  attrs[0].val.clusterDim.y = 1;
+  attrs[0].val.clusterDim.x = 1;
+  attrs[0].val.clusterDim.y = static_cast<unsigned>(cluster);
   attrs[0].val.clusterDim.z = 1;
   attrs[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attrs[1].val.programmaticStreamSerializationAllowed = enable_pdl ? 1 : 0;

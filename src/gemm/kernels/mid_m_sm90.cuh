@@ -69,14 +69,16 @@ __global__ void __launch_bounds__(kMidMWarps * 32, 2) mid_m_kernel(SmallMParams 
   cg::cluster_group cluster = cg::this_cluster();
   const unsigned cluster_size = cluster.num_blocks();
   const unsigned cluster_rank = cluster.block_rank();
-  const int row_group = blockIdx.x / cluster_size;
-  const int m0 = blockIdx.y * TN;
+  // Grid (token groups, row groups x C), clusters along y: the token groups of one row group are
+  // adjacent in launch order, so the weight tiles they share are re-read from L2, not DRAM.
+  const int row_group = blockIdx.y / cluster_size;
+  const int m0 = blockIdx.x * TN;
   const int kc_begin = static_cast<int>(static_cast<long long>(p.kc_count) * cluster_rank / cluster_size);
   const int kc_end = static_cast<int>(static_cast<long long>(p.kc_count) * (cluster_rank + 1) / cluster_size);
   const int n_chunks = kc_end - kc_begin;
   // Each CTA starts at a different chunk of its slice (fixed rotation: runs stay bitwise equal), so
   // CTAs do not sweep power-of-two strided addresses in lockstep (DRAM channel camping).
-  const int rot = n_chunks > 0 ? static_cast<int>((row_group * 7u + blockIdx.y * 3u) % n_chunks) : 0;
+  const int rot = n_chunks > 0 ? static_cast<int>((row_group * 7u + blockIdx.x * 3u) % n_chunks) : 0;
   auto chunk_of = [&](int i) {
     int j = i + rot;
     if (j >= n_chunks) j -= n_chunks;
