@@ -82,21 +82,38 @@ class GdnDistributedGpu : public testing::GpuTest {
     const bool pool = p.args.state_indices.has_value();
     const std::int64_t slots = p.args.initial_state ? p.args.initial_state->size(0) : n_seqs;
 
-    // Single GPU: output and final states (pool: slot indices apply to output_state too).
+    // Single GPU: output and final states (pool: slot indices apply to output_state too). The
+    // reference is the plain (non-CP) kernel, the most tested path; the single-GPU CP result is
+    // printed against it as a diagnostic (it is issue 6's, not checked here).
     HostTensor out_shape(p.q.view().dtype, {T, p.hsab, 128}), state_shape(DType::kFloat32, {slots, p.hsab, 128, 128});
-    DeviceCopy q(p.q, 0), k(p.k, 0), v(p.v, 0), al(p.alpha, 0), be(p.beta, 0), cu(p.cu, 0);
-    DeviceCopy out(out_shape, 0, false), fin(state_shape, 0, false);
-    DeviceCopy init, idx;
-    gdn::PrefillArgs a = p.args;
-    a.q = q.view, a.k = k.view, a.v = v.view, a.alpha = al.view, a.beta = be.view, a.cu_seqlens = cu.view;
-    a.output = out.view;
-    a.output_state = fin.view;
-    if (p.args.initial_state) init = DeviceCopy(*p.args.initial_state, 0), a.initial_state = init.view;
-    if (pool) idx = DeviceCopy(*p.args.state_indices, 0), a.state_indices = idx.view;
-    FASTINFER_CUDA_CHECK(cudaSetDevice(0));
-    gdn::prefill(a);
-    FASTINFER_CUDA_CHECK(cudaDeviceSynchronize());
-    const std::vector<double> want_out = out.download(), want_fin = fin.download();
+    std::vector<double> want_out, want_fin;
+    {
+      DeviceCopy q(p.q, 0), k(p.k, 0), v(p.v, 0), al(p.alpha, 0), be(p.beta, 0), cu(p.cu, 0);
+      DeviceCopy out(out_shape, 0, false), fin(state_shape, 0, false);
+      DeviceCopy init, idx;
+      gdn::PrefillArgs a = p.args;
+      a.q = q.view, a.k = k.view, a.v = v.view, a.alpha = al.view, a.beta = be.view, a.cu_seqlens = cu.view;
+      a.output = out.view;
+      a.output_state = fin.view;
+      if (p.args.initial_state) init = DeviceCopy(*p.args.initial_state, 0), a.initial_state = init.view;
+      if (pool) idx = DeviceCopy(*p.args.state_indices, 0), a.state_indices = idx.view;
+      FASTINFER_CUDA_CHECK(cudaSetDevice(0));
+      a.use_cp = gdn::UseCp::kOff;
+      gdn::prefill(a);
+      FASTINFER_CUDA_CHECK(cudaDeviceSynchronize());
+      want_out = out.download(), want_fin = fin.download();
+      if (p.args.use_cp != gdn::UseCp::kOff) {
+        a.use_cp = gdn::UseCp::kOn;
+        gdn::prefill(a);
+        FASTINFER_CUDA_CHECK(cudaDeviceSynchronize());
+        const std::vector<double> cp_out = out.download(), cp_fin = fin.download();
+        std::vector<double> cf, wf;  // written slots only
+        for (std::size_t i = 0; i < want_fin.size(); ++i)
+          if (!std::isnan(want_fin[i])) cf.push_back(cp_fin[i]), wf.push_back(want_fin[i]);
+        std::printf("  [diagnostic] single-GPU CP vs non-CP: outputs rel L2 %.3g, final states rel L2 %.3g\n",
+                    rel_l2(cp_out, want_out), rel_l2(cf, wf));
+      }
+    }
 
     // Two ranks, one thread each.
     const std::vector<RankSlice> slices = dist_test::split(p, cuts);
@@ -146,9 +163,11 @@ class GdnDistributedGpu : public testing::GpuTest {
       std::vector<double> want(got.size());
       for (std::size_t i = 0; i < slices[r].global_rows.size(); ++i)
         std::copy_n(want_out.begin() + slices[r].global_rows[i] * row, row, want.begin() + static_cast<std::int64_t>(i) * row);
-      for (double x : got) ASSERT_FALSE(std::isnan(x)) << "rank " << r << " left an output element unwritten";
+      std::size_t unwritten = 0;
+      for (double x : got) unwritten += std::isnan(x) ? 1 : 0;
+      EXPECT_EQ(unwritten, 0u) << "rank " << r << " left output elements unwritten (NaN poison)";
       const double e = rel_l2(got, want);
-      std::printf("  rank %d outputs: %zu rows, rel L2 %.3g\n", r, slices[r].global_rows.size(), e);
+      std::printf("  rank %d outputs: %zu rows, rel L2 %.3g vs single-GPU non-CP\n", r, slices[r].global_rows.size(), e);
       EXPECT_LT(e, tol) << "rank " << r << " outputs";
     }
     // Final states: on the rank holding the sequence's last token.
