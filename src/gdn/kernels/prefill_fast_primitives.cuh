@@ -53,17 +53,27 @@ __device__ __forceinline__ void mbarrier_init(std::uint64_t* bar, std::uint32_t 
 __device__ __forceinline__ void mbarrier_arrive(std::uint64_t* bar) {
   asm volatile("mbarrier.arrive.release.cta.shared::cta.b64 _, [%0];\n" ::"r"(smem_address(bar)) : "memory");
 }
-// Waits until the phase with the given parity has completed (acquire).
-__device__ __forceinline__ void mbarrier_wait(std::uint64_t* bar, std::uint32_t parity) {
+__device__ __forceinline__ bool mbarrier_try_wait(std::uint64_t* bar, std::uint32_t parity) {
+  std::uint32_t done;
   asm volatile(
       "{\n"
-      ".reg .pred done;\n"
-      "WAIT_LOOP:\n"
-      "mbarrier.try_wait.parity.acquire.cta.shared::cta.b64 done, [%0], %1;\n"
-      "@!done bra WAIT_LOOP;\n"
-      "}\n" ::"r"(smem_address(bar)),
-      "r"(parity)
+      ".reg .pred p;\n"
+      "mbarrier.try_wait.parity.acquire.cta.shared::cta.b64 p, [%1], %2;\n"
+      "selp.u32 %0, 1, 0, p;\n"
+      "}\n"
+      : "=r"(done)
+      : "r"(smem_address(bar)), "r"(parity)
       : "memory");
+  return done != 0;
+}
+// Waits until the phase with the given parity has completed (acquire). A wait that never ends is
+// a bug (a protocol error between the roles): trap after ~2^32 cycles (about 2 s) instead of
+// hanging, so a test fails with an error.
+__device__ __forceinline__ void mbarrier_wait(std::uint64_t* bar, std::uint32_t parity) {
+  if (mbarrier_try_wait(bar, parity)) return;
+  const long long start = clock64();
+  while (!mbarrier_try_wait(bar, parity))
+    if (clock64() - start > (1ll << 32)) __trap();
 }
 
 // bar.sync on a hardware barrier other than 0 (which __syncthreads uses) for `threads` threads.

@@ -126,14 +126,14 @@ __device__ __forceinline__ void l2_normalise_rows(typename Operand<kType>::Eleme
   }
 }
 
-// acc[16 rows][64 cols] = rows 16 pwarp .. +15 of `a` times K^T; tiles right of the diagonal
+// acc[16 rows][64 cols] = rows 16 block .. +15 of `a` times K^T; tiles right of the diagonal
 // block are skipped (never read).
 template <InputType kType, class Element>
-__device__ __forceinline__ void rows_times_k(float (&acc)[8][4], const Element* a, const Element* k, int pwarp, int lane) {
+__device__ __forceinline__ void rows_times_k(float (&acc)[8][4], const Element* a, const Element* k, int block, int lane) {
   using Cfg = FastConfig;
   const int mat = lane / 8, row = lane % 8;
   // A (row-major, non-transposed): matrix mat covers rows +8 (mat % 2), cols +8 (mat / 2).
-  const Element* a_base = a + (16 * pwarp + row + 8 * (mat % 2)) * Cfg::kPitchD + 8 * (mat / 2);
+  const Element* a_base = a + (16 * block + row + 8 * (mat % 2)) * Cfg::kPitchD + 8 * (mat / 2);
   // B (rows j of K as [n][k]): matrix mat covers n +8 (mat / 2), k +8 (mat % 2).
   const Element* b_base = k + (row + 8 * (mat / 2)) * Cfg::kPitchD + 8 * (mat % 2);
   zero(acc);
@@ -143,7 +143,7 @@ __device__ __forceinline__ void rows_times_k(float (&acc)[8][4], const Element* 
     ldmatrix_x4(fa, smem_address(a_base + 16 * kb));
 #pragma unroll
     for (int np = 0; np < 4; ++np) {
-      if (np <= pwarp) {
+      if (np <= block) {
         std::uint32_t b[4];
         ldmatrix_x4(b, smem_address(b_base + 16 * np * Cfg::kPitchD + 16 * kb));
         mma_pair<kType>(acc[2 * np], acc[2 * np + 1], fa, b);
@@ -152,8 +152,9 @@ __device__ __forceinline__ void rows_times_k(float (&acc)[8][4], const Element* 
   }
 }
 
-// Warp pwarp writes rows 16 pwarp .. +15 of A0 (fp32, strictly lower, scaled by beta_t) and of
-// P (rounded, lower including the diagonal; zero above it inside the diagonal block).
+// Row block 3 - pwarp of A0 (fp32, strictly lower, scaled by beta_t) and row block pwarp of P
+// (rounded, lower including the diagonal; zero above it inside the diagonal block): block b costs
+// b + 1 column pairs, so every warp gets five.
 template <InputType kType>
 __device__ __forceinline__ void compute_a0_and_p(unsigned char* stage, float* a0, int pwarp, int lane) {
   using Cfg = FastConfig;
@@ -165,13 +166,14 @@ __device__ __forceinline__ void compute_a0_and_p(unsigned char* stage, float* a0
   const float* gates = reinterpret_cast<const float*>(stage + FastSmem::kGates);
   const int g = lane / 4, quad = lane % 4;
   float acc[8][4];
-  rows_times_k<kType>(acc, k, k, pwarp, lane);
+  const int a_block = 3 - pwarp;
+  rows_times_k<kType>(acc, k, k, a_block, lane);
 #pragma unroll
   for (int n = 0; n < 8; ++n)
-    if (n / 2 <= pwarp) {
+    if (n / 2 <= a_block) {
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
-        const int t = 16 * pwarp + g + 8 * (i / 2), j = 8 * n + 2 * quad + i % 2;
+        const int t = 16 * a_block + g + 8 * (i / 2), j = 8 * n + 2 * quad + i % 2;
         a0[t * Cfg::kPitchF + j] = j < t ? gates[FastGates::kBeta + t] * acc[n][i] : 0.0f;
       }
     }

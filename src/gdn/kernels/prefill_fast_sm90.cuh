@@ -44,20 +44,28 @@ struct WorkItem {
   }
 };
 
-// Optional phase timing of CTA 0 (benchmarks): clock64 cycles summed over its chunks, written by
-// one producer and one consumer thread at the end. Layout shared with the host: FastProfile.
+// Optional phase timing of CTA 0 (benchmarks): clock64 cycles summed over its chunks straight
+// into the profile buffer (no registers held), by one producer and one consumer thread. Slots:
+// the FastProfile fields of prefill_fast_launch.h.
 struct PhaseTimer {
-  bool on;
+  unsigned long long* profile;
   long long start = 0;
-  __device__ __forceinline__ explicit PhaseTimer(const unsigned long long* profile, bool lead)
-      : on(profile != nullptr && blockIdx.x == 0 && lead) {}
-  __device__ __forceinline__ void tick(long long& into) {
-    if (on) {
+  __device__ __forceinline__ PhaseTimer(unsigned long long* buffer, bool lead)
+      : profile(buffer != nullptr && blockIdx.x == 0 && lead ? buffer : nullptr) {}
+  __device__ __forceinline__ void tick(int slot) {
+    if (profile != nullptr) {
       const long long now = clock64();
-      if (start != 0) into += now - start;
+      if (start != 0) profile[slot] += static_cast<unsigned long long>(now - start);
       start = now;
     }
   }
+  __device__ __forceinline__ void count(int slot) {
+    if (profile != nullptr) profile[slot] += 1;
+  }
+};
+enum ProfileSlot : int {
+  kProducerPrepare, kProducerWait, kProducerIssue, kProducerFinish, kProducerOther, kProducerChunks,
+  kConsumerWait, kConsumerCompute, kConsumerOther, kConsumerChunks
 };
 
 // The producer's walk over this CTA's chunks (the consumers walk the same sequence with loops).
@@ -111,33 +119,29 @@ __device__ void run_producer(const PrefillParams& p, unsigned char* smem, std::u
   constexpr std::uint32_t kStages = FastConfig::kStages;
   const int ptid = threadIdx.x - FastConfig::kConsumerThreads;
   PhaseTimer timer(profile, ptid == 0);
-  long long prepare = 0, wait = 0, issue = 0, finish = 0, other = 0;
   ChunkCursor cur(p, num_items);
   if (!cur.valid) return;
   issue_tile_loads<Element>(smem, chunk_source<Element>(p, cur), p, ptid);
   std::uint32_t n = 0;
   for (; cur.valid; ++n) {
     unsigned char* stage = smem + (n % kStages) * FastSmem::kStageBytes;
-    timer.tick(other);
+    timer.tick(kProducerOther);
     prepare_chunk<kType>(p, cur.w.chunk_len(cur.token0), stage, smem, ptid);
-    timer.tick(prepare);
+    timer.tick(kProducerPrepare);
     ChunkCursor next = cur;
     next.advance(p);
     if (next.valid) {
       const std::uint32_t m = n + 1;
       if (m >= kStages) mbarrier_wait(&empty[m % kStages], (m / kStages + 1) & 1);
-      timer.tick(wait);
+      timer.tick(kProducerWait);
       issue_tile_loads<Element>(smem + (m % kStages) * FastSmem::kStageBytes, chunk_source<Element>(p, next), p, ptid);
     }
-    timer.tick(issue);
+    timer.tick(kProducerIssue);
     finish_chunk<kType>(stage, smem, ptid);
     mbarrier_arrive(&full[n % kStages]);
-    timer.tick(finish);
+    timer.tick(kProducerFinish);
+    timer.count(kProducerChunks);
     cur = next;
-  }
-  if (timer.on) {
-    profile[0] = prepare, profile[1] = wait, profile[2] = issue, profile[3] = finish, profile[4] = other;
-    profile[5] = n;
   }
 }
 
@@ -148,7 +152,6 @@ __device__ void run_consumer(const PrefillParams& p, unsigned char* smem, std::u
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const LaneCoords lc;
   PhaseTimer timer(profile, threadIdx.x == 0);
-  long long wait = 0, compute = 0, other = 0;
   std::uint32_t chunk_count = 0;
   for (std::int64_t item = blockIdx.x; item < num_items; item += gridDim.x) {
     const WorkItem w = WorkItem::of(p, item);
@@ -163,13 +166,14 @@ __device__ void run_consumer(const PrefillParams& p, unsigned char* smem, std::u
     Element* out_head = static_cast<Element*>(p.output) + static_cast<std::int64_t>(w.head) * p.out_stride_head;
     for (std::int64_t token0 = w.bos; token0 < w.eos; token0 += FastConfig::kChunk, ++chunk_count) {
       const int s = chunk_count % FastConfig::kStages;
-      timer.tick(other);
+      timer.tick(kConsumerOther);
       mbarrier_wait(&full[s], (chunk_count / FastConfig::kStages) & 1);
-      timer.tick(wait);
+      timer.tick(kConsumerWait);
       const int len = w.chunk_len(token0);
       const ChunkOutput out{out_head + token0 * p.out_stride_token, p.out_stride_token, len, p.scale};
       consume_chunk<kType>(state, smem + s * FastSmem::kStageBytes, smem, out, warp, lane);
-      timer.tick(compute);
+      timer.tick(kConsumerCompute);
+      timer.count(kConsumerChunks);
       mbarrier_arrive(&empty[s]);
       const std::int64_t done = token0 + len - w.bos;
       if (p.checkpoint_every > 0 && done % p.checkpoint_every == 0) {
@@ -182,7 +186,6 @@ __device__ void run_consumer(const PrefillParams& p, unsigned char* smem, std::u
     if (p.output_state.data != nullptr && slot >= 0 && slot < p.output_state.num_slots)
       store_state(state, p.output_state, slot, w.head, warp, lc);
   }
-  if (timer.on) profile[6] = wait, profile[7] = compute, profile[8] = other, profile[9] = chunk_count;
 }
 
 template <InputType kType>
@@ -199,13 +202,11 @@ __global__ void __launch_bounds__(FastConfig::kThreads, 1) gdn_prefill_fast_kern
   }
   __syncthreads();
   const std::int64_t num_items = static_cast<std::int64_t>(p.num_seqs) * p.num_state_heads;
-  // Registers move from the producer warpgroup to the consumers (state + three fragments):
-  // 128 x 104 + 256 x 200 <= 64K.
+  // No setmaxnreg: at 168 registers for every warp both roles fit (ptxas: 20 bytes of spill
+  // in the consumers); shifting registers to the consumers spilled more in the producer.
   if (threadIdx.x >= FastConfig::kConsumerThreads) {
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(FastConfig::kProducerRegisters));
     run_producer<kType>(p, smem, full, empty, num_items, profile);
   } else {
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(FastConfig::kConsumerRegisters));
     run_consumer<kType>(p, smem, full, empty, num_items, profile);
   }
 }
