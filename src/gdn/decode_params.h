@@ -49,6 +49,9 @@ struct DecodeParams {
   bool use_qk_l2norm;
   bool update_state;       // !disable_state_update
   int sm_count;            // of the device the tensors are on (the pipelined kernel's grid)
+  // Apply each token's decay lazily (decode_token_step.cuh; one FMA per state element and token
+  // less). Always true from make_decode_params; false only where tests and the benchmark compare.
+  bool lazy_decay;
 };
 
 // The kernel view of validated arguments (scale resolved, output indices defaulted). Defined in

@@ -1,6 +1,7 @@
-# GDN decode / MTP tests: CPU semantics and validation (decode_tests), GPU vs the fp64 reference
-# (decode_gpu_tests, label gpu).
+# GDN decode / MTP tests: CPU semantics, validation and the tactic table (decode_tests), GPU vs
+# the fp64 reference (decode_gpu_tests, label gpu).
 fastinfer_add_test(decode_tests SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/decode_test.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/decode_validation_test.cpp)
+  ${CMAKE_CURRENT_LIST_DIR}/decode_validation_test.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/decode_tactics_test.cpp)
 fastinfer_add_test(decode_gpu_tests GPU SOURCES ${CMAKE_CURRENT_LIST_DIR}/decode_gpu_test.cu)

@@ -13,7 +13,6 @@
 #include <vector>
 
 #include "decode_problem.h"
-#include "fastinfer/device.h"
 #include "fastinfer/gdn.h"
 #include "gdn/decode_params.h"
 #include "gdn/decode_runner.h"
@@ -125,12 +124,18 @@ void poison_spare_slots(DecodeProblem& p) {
 
 // Runs `p` on the GPU (through gdn::decode, or through `runner` when given) and on the CPU
 // reference and compares outputs, pool slots and intermediate states.
-void check_against_reference(DecodeProblem p, const gdn::DecodeRunner* runner = nullptr) {
+// `lazy_decay` false (runner only) checks the eager decay path of token_step.
+void check_against_reference(DecodeProblem p, const gdn::DecodeRunner* runner = nullptr, bool lazy_decay = true) {
   poison_spare_slots(p);
   const DecodeProblem original = p;
   DeviceProblem dev(p);
-  if (runner) runner->run(gdn::make_decode_params(dev.args), nullptr);
-  else gdn::decode(dev.args);
+  if (runner) {
+    gdn::DecodeParams params = gdn::make_decode_params(dev.args);
+    params.lazy_decay = lazy_decay;
+    runner->run(params, nullptr);
+  } else {
+    gdn::decode(dev.args);
+  }
   CUDA_OK(cudaGetLastError());
   CUDA_OK(cudaDeviceSynchronize());
   DecodeProblem gpu = p;
@@ -296,6 +301,20 @@ TEST_F(GdnDecodeGpuExtra, EveryTacticMatchesReference) {
     }
 }
 
+// Both decay paths of token_step (lazy: the default; eager: what it falls back to for tiny decays)
+// on MTP windows with the kernels' two families.
+TEST_F(GdnDecodeGpuExtra, LazyAndEagerDecayMatchReference) {
+  for (DType state : {DType::kFloat32, DType::kBFloat16})
+    for (const gdn::DecodeTactic& t : {gdn::DecodeTactic{8, 4, 4, 0}, gdn::DecodeTactic{8, 4, 8, 1}})
+      for (bool lazy : {true, false}) {
+        SCOPED_TRACE(tactic_name(state, t) + (lazy ? " lazy" : " eager"));
+        DecodeShape s = shape(20, 4, 8, 16, state);
+        s.with_intermediate = true; s.padded = 2; s.out_of_place = true;
+        check_against_reference(make_decode_problem(s, 3100 + lazy), gdn::decode_runner({DType::kBFloat16, state, t}).get(), lazy);
+        if (HasFatalFailure() || HasFailure()) return;
+      }
+}
+
 // The pipelined kernel on batches with many more tiles than resident CTAs (every stage of the ring
 // reused many times, both barrier phases), padded sequences at random positions (negative
 // indices), in-place and out-of-place pools, verification only, fp16 activations, and the longest
@@ -338,20 +357,6 @@ TEST_F(GdnDecodeGpuExtra, PipelinedTacticsOnLargeBatches) {
       if (HasFatalFailure() || HasFailure()) return;
     }
   EXPECT_GT(tested, 0) << "no pipelined tactic instantiated";
-}
-
-// What the dispatch picks must be an instantiated tactic for every bucket of the heuristic.
-TEST_F(GdnDecodeGpuExtra, HeuristicPicksInstantiatedTactics) {
-  const DeviceInfo& info = device_info(0);
-  for (DType act : {DType::kBFloat16, DType::kFloat16})
-    for (DType state : {DType::kFloat32, DType::kBFloat16})
-      for (long long batch : {1, 2, 4, 8, 32, 64, 256, 512, 4096})
-        for (int heads_v : {4, 16, 32, 64})
-          for (int tokens : {1, 2, 4, 8, 9}) {
-            const gdn::DecodeTactic t = gdn::choose_decode_tactic(state, batch, heads_v, tokens, info);
-            EXPECT_TRUE(gdn::DecodeRunner::can_implement({act, state, t}))
-                << tactic_name(state, t) << " for B " << batch << " HV " << heads_v << " T " << tokens;
-          }
 }
 
 TEST_F(GdnDecodeGpuExtra, GraphCaptureOnAStream) {

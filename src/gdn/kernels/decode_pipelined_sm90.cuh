@@ -192,20 +192,22 @@ __device__ void consume(const DecodeParams& p, typename Cfg::Smem& smem, int ite
       }
       named_barrier_sync(1, Cfg::kConsumerThreads);
 
+      float lazy = 1.0f;  // the state registers hold H / lazy (token_step)
       for (int t = 0; t < p.tokens; ++t) {
         Act* out = token_row<Act>(p.output, at.seq, t, at.head_v) + at.row0;
         token_step<Slice, kLanesPerRow, kRowsPerThread>(
-            state, tok.q[t], tok.k[t], st.alpha[t], st.beta[t], tok.kq[t], lane_in_row,
+            state, lazy, min_lazy_scale(p), tok.q[t], tok.k[t], st.alpha[t], st.beta[t], tok.kq[t], lane_in_row,
             [&](int r) { return to_float(st.v[t][local_row(r)]); },
             [&](int r, float hq) { out[local_row(r)] = from_float<Act>(p.scale * hq); });
         if (p.intermediate != nullptr)
-          store_intermediate<Slice, kRowsPerThread>(p, state, at.seq, t, at.head_v, at.row0, lane_in_row, local_row);
+          store_intermediate<Slice, kRowsPerThread>(p, state, lazy, at.seq, t, at.head_v, at.row0, lane_in_row, local_row);
       }
 
       if (store) {
 #pragma unroll
         for (int r = 0; r < kRowsPerThread; ++r)
-          store_row_slice<State, Slice, StorePolicy::kPlain>(st.state + local_row(r) * kDecodeHeadDim, lane_in_row, state[r]);
+          store_row_slice<State, Slice, StorePolicy::kPlain>(st.state + local_row(r) * kDecodeHeadDim, lane_in_row, state[r],
+                                                             lazy);
         fence_async_shared();  // the bulk store (async proxy) reads what this thread wrote
       }
     }

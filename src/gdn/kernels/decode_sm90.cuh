@@ -75,7 +75,7 @@ __device__ void stage_tokens(const DecodeParams& p, StageSmem& smem, int seq, in
 }
 
 template <class Act, class State, int kLanesPerRow, int kRowsPerThread>
-__global__ void __launch_bounds__(kMaxThreads) gdn_decode_kernel(const __grid_constant__ DecodeParams p) {
+__global__ void __launch_bounds__(kMaxThreads, 1) gdn_decode_kernel(const __grid_constant__ DecodeParams p) {
   using Slice = RowSlice<State, kLanesPerRow>;
   constexpr int kElems = Slice::kElems;
   constexpr std::int64_t kStateElems = std::int64_t{kDecodeHeadDim} * kDecodeHeadDim;
@@ -121,6 +121,8 @@ __global__ void __launch_bounds__(kMaxThreads) gdn_decode_kernel(const __grid_co
   const float neg_exp_A = -expf(load_gate_scalar(p.A_log.data, head_v * p.A_log.stride, p.A_log.type));
   const float dt_bias = load_gate_scalar(p.dt_bias.data, head_v * p.dt_bias.stride, p.dt_bias.type);
 
+  float lazy = 1.0f;  // the state registers hold H / lazy (token_step)
+  const float min_lazy = min_lazy_scale(p);
   for (int t0 = 0; t0 < p.tokens; t0 += kStageTokens) {
     const int count = min(kStageTokens, p.tokens - t0);
     if (t0 > 0) __syncthreads();  // the previous stage's reads are done
@@ -131,11 +133,11 @@ __global__ void __launch_bounds__(kMaxThreads) gdn_decode_kernel(const __grid_co
       const int t = t0 + j;
       Act* out = token_row<Act>(p.output, seq, t, head_v) + cta_row0;
       token_step<Slice, kLanesPerRow, kRowsPerThread>(
-          state, smem.q[j], smem.k[j], smem.alpha[j], smem.beta[j], smem.kq[j], lane_in_row,
+          state, lazy, min_lazy, smem.q[j], smem.k[j], smem.alpha[j], smem.beta[j], smem.kq[j], lane_in_row,
           [&](int r) { return smem.v[j][local_row(r)]; },
           [&](int r, float hq) { out[local_row(r)] = from_float<Act>(p.scale * hq); });
       if (p.intermediate != nullptr)
-        store_intermediate<Slice, kRowsPerThread>(p, state, seq, t, head_v, cta_row0, lane_in_row, local_row);
+        store_intermediate<Slice, kRowsPerThread>(p, state, lazy, seq, t, head_v, cta_row0, lane_in_row, local_row);
     }
   }
 
@@ -143,7 +145,7 @@ __global__ void __launch_bounds__(kMaxThreads) gdn_decode_kernel(const __grid_co
   State* out_state = static_cast<State*>(p.state) + (std::int64_t{out_slot} * p.heads_v + head_v) * kStateElems;
 #pragma unroll
   for (int r = 0; r < kRowsPerThread; ++r)
-    store_row_slice<State, Slice>(out_state + (cta_row0 + local_row(r)) * kDecodeHeadDim, lane_in_row, state[r]);
+    store_row_slice<State, Slice>(out_state + (cta_row0 + local_row(r)) * kDecodeHeadDim, lane_in_row, state[r], lazy);
 }
 
 template <DType kDType>

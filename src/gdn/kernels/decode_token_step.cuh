@@ -8,6 +8,8 @@
 //   u  = beta * (v[row] - alpha * hk)
 //   H[row] = alpha * H[row] + u * k          (== alpha H (I - beta k k^T) + beta v k^T)
 //   o[row] = scale * (alpha * hq + u * k.q)  (== scale * H_new[row] . q)
+#include <cmath>
+
 #include "gdn/decode_params.h"
 #include "gdn/kernels/decode_vector_io.cuh"
 
@@ -27,11 +29,16 @@ struct RowSlice {
   __device__ static int column(int chunk, int lane_in_row) { return (chunk * kLanesPerRow + lane_in_row) * kChunkElems; }
 };
 
+// scale * x[0..kElems) into the lane's columns of `row`.
 template <class T, class Slice, StorePolicy kPolicy = StorePolicy::kStreaming>
-__device__ __forceinline__ void store_row_slice(T* row, int lane_in_row, const float* x) {
+__device__ __forceinline__ void store_row_slice(T* row, int lane_in_row, const float* x, float scale) {
 #pragma unroll
-  for (int c = 0; c < Slice::kChunks; ++c)
-    store_floats<T, Slice::kChunkElems, kPolicy>(row + Slice::column(c, lane_in_row), x + c * Slice::kChunkElems);
+  for (int c = 0; c < Slice::kChunks; ++c) {
+    float chunk[Slice::kChunkElems];
+#pragma unroll
+    for (int i = 0; i < Slice::kChunkElems; ++i) chunk[i] = scale * x[c * Slice::kChunkElems + i];
+    store_floats<T, Slice::kChunkElems, kPolicy>(row + Slice::column(c, lane_in_row), chunk);
+  }
 }
 
 template <class T, class Slice, LoadPolicy kPolicy>
@@ -99,14 +106,26 @@ __device__ __forceinline__ void reduce_scatter(float* x, int lane_in_row) {
   }
 }
 
+// The decay is applied lazily: the state registers hold H / g, where g (`lazy`, uniform over the
+// CTA, 1 at the start of a call) is the product of the alphas not yet multiplied in. Then
+//   H_new = alpha H + u k^T   becomes   H_new / g' = H / g + (u / g') k^T,  g' = alpha g,
+// one FMA per element and token instead of a multiply and an FMA (the dot products are scaled
+// once per row instead). Stores multiply by g. When g' would fall below kMinLazyScale (registers
+// growing like 1 / g'), the token applies g' to the registers instead and resets g to 1.
+inline constexpr float kMinLazyScale = 0x1p-30f;
+
+// The smallest g' token_step keeps lazy: kMinLazyScale, or +inf (every token applies its decay at
+// once) when the caller asked for eager decay (DecodeParams::lazy_decay == false).
+__device__ __forceinline__ float min_lazy_scale(const DecodeParams& p) { return p.lazy_decay ? kMinLazyScale : INFINITY; }
+
 // One token for the kRowsPerThread rows a thread holds (`state`, columns laid out by Slice), every
 // lane of the warp in lockstep. q, k: the normalised token in shared memory (128 floats each).
 // v_of(r): v entry of the thread's row r. out(r, x) is called once per row, by one lane of it,
 // with x = H_new[row] . q (the caller applies the scale).
 template <class Slice, int kLanesPerRow, int kRowsPerThread, class VOf, class Out>
-__device__ __forceinline__ void token_step(float (&state)[kRowsPerThread][Slice::kElems], const float* q_smem,
-                                           const float* k_smem, float alpha, float beta, float kq, int lane_in_row,
-                                           VOf&& v_of, Out&& out) {
+__device__ __forceinline__ void token_step(float (&state)[kRowsPerThread][Slice::kElems], float& lazy,
+                                           float min_lazy, const float* q_smem, const float* k_smem, float alpha, float beta, float kq,
+                                           int lane_in_row, VOf&& v_of, Out&& out) {
   constexpr int kElems = Slice::kElems;
   constexpr int kValues = 2 * kRowsPerThread;  // hk and hq per row
   static_assert(kValues <= kLanesPerRow, "one reduced value per lane (or fewer)");
@@ -114,6 +133,7 @@ __device__ __forceinline__ void token_step(float (&state)[kRowsPerThread][Slice:
   const int row_lane0 = (threadIdx.x % 32) - lane_in_row;  // the row's first lane in the warp
   // After the reduce-scatter this lane holds value `owned`: hk of row owned (< R) or hq of row owned - R.
   const int owned = lane_in_row / kLanesPerValue;
+  const float decay = alpha * lazy;  // g': alpha H . x = g' (H / g) . x
 
   float q[kElems], k[kElems];
 #pragma unroll
@@ -145,27 +165,42 @@ __device__ __forceinline__ void token_step(float (&state)[kRowsPerThread][Slice:
 
   // u = beta (v - alpha hk) where hk lives, then shared with the row's lanes.
   float u_owned = 0.0f;
-  if (owned < kRowsPerThread) u_owned = beta * (v_of(owned) - alpha * sums[0]);
+  if (owned < kRowsPerThread) u_owned = beta * (v_of(owned) - decay * sums[0]);
   float u[kRowsPerThread];
 #pragma unroll
   for (int r = 0; r < kRowsPerThread; ++r) u[r] = __shfl_sync(0xffffffffu, u_owned, row_lane0 + r * kLanesPerValue);
 
+  // Lazy: H_new / g' = H / g + (u / g') k^T. Eager (g' too small): the registers take g' first and
+  // g' becomes 1, so the same FMA finishes both.
+  float kept = decay;
+  if (decay < min_lazy) {  // uniform over the CTA
 #pragma unroll
-  for (int r = 0; r < kRowsPerThread; ++r)
+    for (int r = 0; r < kRowsPerThread; ++r)
 #pragma unroll
-    for (int i = 0; i < kElems; ++i) state[r][i] = fmaf(u[r], k[i], alpha * state[r][i]);
+      for (int i = 0; i < kElems; ++i) state[r][i] *= decay;
+    kept = 1.0f;
+  }
+  const float inv_kept = __frcp_rn(kept);
+#pragma unroll
+  for (int r = 0; r < kRowsPerThread; ++r) {
+    const float c = u[r] * inv_kept;
+#pragma unroll
+    for (int i = 0; i < kElems; ++i) state[r][i] = fmaf(c, k[i], state[r][i]);
+  }
+  lazy = kept;
 
   // H_new . q = alpha hq + u k.q, by the first lane holding hq of its row. Its u comes by one more
   // shuffle (picking u[owned - R] from registers would be a dynamic index: local memory).
   const int hq_row = owned >= kRowsPerThread ? owned - kRowsPerThread : 0;
   const float u_row = __shfl_sync(0xffffffffu, u_owned, row_lane0 + hq_row * kLanesPerValue);
-  if (owned >= kRowsPerThread && lane_in_row % kLanesPerValue == 0) out(hq_row, fmaf(alpha, sums[0], u_row * kq));
+  if (owned >= kRowsPerThread && lane_in_row % kLanesPerValue == 0) out(hq_row, fmaf(decay, sums[0], u_row * kq));
 }
 
-// The state after token t into intermediate_states[seq, t, head] (fp32 or bf16), rows of the thread.
+// The state after token t (lazy * state) into intermediate_states[seq, t, head] (fp32 or bf16),
+// rows of the thread.
 template <class Slice, int kRowsPerThread, class LocalRow>
 __device__ __forceinline__ void store_intermediate(const DecodeParams& p, const float (&state)[kRowsPerThread][Slice::kElems],
-                                                   int seq, int t, int head_v, int row0, int lane_in_row,
+                                                   float lazy, int seq, int t, int head_v, int row0, int lane_in_row,
                                                    LocalRow&& local_row) {
   constexpr std::int64_t kStateElems = std::int64_t{kDecodeHeadDim} * kDecodeHeadDim;
   const std::int64_t offset = ((std::int64_t{seq} * p.tokens + t) * p.heads_v + head_v) * kStateElems;
@@ -173,9 +208,9 @@ __device__ __forceinline__ void store_intermediate(const DecodeParams& p, const 
   for (int r = 0; r < kRowsPerThread; ++r) {
     const int row = (row0 + local_row(r)) * kDecodeHeadDim;
     if (p.intermediate_is_bf16)
-      store_row_slice<__nv_bfloat16, Slice>(static_cast<__nv_bfloat16*>(p.intermediate) + offset + row, lane_in_row, state[r]);
+      store_row_slice<__nv_bfloat16, Slice>(static_cast<__nv_bfloat16*>(p.intermediate) + offset + row, lane_in_row, state[r], lazy);
     else
-      store_row_slice<float, Slice>(static_cast<float*>(p.intermediate) + offset + row, lane_in_row, state[r]);
+      store_row_slice<float, Slice>(static_cast<float*>(p.intermediate) + offset + row, lane_in_row, state[r], lazy);
   }
 }
 
