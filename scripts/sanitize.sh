@@ -31,12 +31,25 @@ racecheck_filter() {
   [[ -n "${SANITIZE_RACECHECK_FILTER:-}" ]] && { echo "$SANITIZE_RACECHECK_FILTER"; return; }
   case "$1" in
     gdn_prefill_gpu_tests) echo "*InPlaceStateAndCheckpoints*:*ChainedCalls*" ;;
-    gemm_gpu_tests) echo "*-*AllTactics*:*Grid*" ;;
-    gemm_large_m_gpu_tests) echo "*Small*:*Tail*" ;;
-    stress_gpu_tests) echo "-*" ;;  # 8000 calls: memcheck/synccheck cover it; racecheck is per kernel
+    gdn_cp_gpu_tests) echo "*GraphReplayWithNewInputsEqualsEager*" ;;
+    decode_gpu_tests) echo "*EveryTacticMatchesReference*:*GraphCapture*" ;;
+    gemm_gpu_tests) echo "DefaultTactics/*" ;;
+    gemm_large_m_gpu_tests) echo "*PdlAndGraphReplay*" ;;
+    stress_gpu_tests) echo "-*" ;;  # the same kernels as graph_gpu_tests; memcheck/synccheck cover the concurrency
     *) echo "$FILTER" ;;
   esac
 }
+
+# Tests that cannot pass under a sanitizer: timing assertions (instrumented kernels run many
+# times slower). Left out of every run.
+TIMING_TESTS="TuneGpu.PicksTheMeasuredFastestAndClearsTheFailure:TuneGpu.GraphTimingAndColdL2RotationAlsoPickTheFastest"
+# Tests that provoke a CUDA API error on purpose (an out-of-memory request, a tactic that cannot
+# launch). Left out of the main run and run apart with API-error reports off (memory, race and
+# sync errors are still reported there).
+API_ERROR_TESTS="WorkspacePoolGpu.GlobalPoolAndPublicReserve"
+
+# "<filter>" minus the patterns in $2 (gtest syntax: POSITIVE[-NEGATIVE]).
+without() { [[ $1 == *-* ]] && echo "$1:$2" || echo "$1-$2"; }
 
 if (($#)); then
   bins=("$@")
@@ -47,6 +60,8 @@ fi
 # The stress test's full 8000 calls under memcheck take long; a few hundred per thread still mix
 # every op on 32 streams.
 export FASTINFER_STRESS_CALLS=${FASTINFER_STRESS_CALLS:-100}
+# The graph test's 25 replays per op add nothing under a sanitizer that 2 do not.
+export FASTINFER_GRAPH_REPLAYS=${FASTINFER_GRAPH_REPLAYS:-2}
 
 rc=0
 for bin in "${bins[@]}"; do
@@ -60,8 +75,15 @@ for bin in "${bins[@]}"; do
     log="$LOGS/$name.$tool.log"
     start=$(date +%s)
     timeout "$TIMEOUT" compute-sanitizer --tool "$tool" "${extra[@]}" --error-exitcode 99 --print-limit 20 \
-      "$bin" --gtest_filter="$filter" --gtest_brief=1 >"$log" 2>&1
+      "$bin" --gtest_filter="$(without "$filter" "$TIMING_TESTS:$API_ERROR_TESTS")" --gtest_brief=1 >"$log" 2>&1
     status=$?
+    # The deliberate-API-error tests of this binary (if the filter selects any), API reports off.
+    if [[ $status == 0 ]] && "$bin" --gtest_list_tests --gtest_filter="$(without "$filter" "$TIMING_TESTS")" 2>/dev/null |
+        grep -qE "^  ($(echo "$API_ERROR_TESTS" | sed 's/[^:]*\.//g; s/:/|/g'))"; then
+      timeout "$TIMEOUT" compute-sanitizer --tool "$tool" "${extra[@]}" --report-api-errors no --error-exitcode 99 \
+        --print-limit 20 "$bin" --gtest_filter="$API_ERROR_TESTS" --gtest_brief=1 >>"$log" 2>&1
+      status=$?
+    fi
     secs=$(( $(date +%s) - start ))
     summary=$(grep -E "ERROR SUMMARY|LEAK SUMMARY|RACECHECK SUMMARY" "$log" | tail -1)
     if [[ $status == 0 ]]; then
