@@ -83,7 +83,47 @@ std::int64_t slot_of(const gdn::PrefillArgs& a, std::int64_t n) {
 
 }  // namespace
 
+namespace {
+
+// Rounding of a product operand to the kernel's 16-bit input type, via fp32 as the kernel does.
+struct Round16 {
+  DType type;
+  double operator()(double x) const {
+    const float f = static_cast<float>(x);
+    return type == DType::kBFloat16 ? bf16_to_float(float_to_bf16(f)) : fp16_to_float(float_to_fp16(f));
+  }
+};
+
+double f32(double x) { return static_cast<double>(static_cast<float>(x)); }
+
+// The operand pair the kernel feeds a product: hi = round(x), lo = round(x - hi) (or 0).
+void split16(const Round16& r, double x, bool hi_lo, double& hi, double& lo) {
+  hi = r(x);
+  lo = hi_lo ? r(f32(x) - hi) : 0.0;
+}
+
+// The kernels' K tile: the (normalised) rows rounded to the 16-bit input type.
+void round_rows(DType type, std::vector<double>& rows) {
+  const Round16 r16{type};
+  for (double& x : rows) x = r16(x);
+}
+
+}  // namespace
+
+namespace {
+std::vector<double> block_inverse(const gdn::PrefillArgs& args, CpLayout layout, bool round_k);
+}
+
 std::vector<double> gdn_cp_block_inverse_ref(const gdn::PrefillArgs& args, CpLayout layout) {
+  return block_inverse(args, layout, false);
+}
+
+std::vector<double> gdn_cp_block_inverse_mirror(const gdn::PrefillArgs& args, CpLayout layout) {
+  return block_inverse(args, layout, true);
+}
+
+namespace {
+std::vector<double> block_inverse(const gdn::PrefillArgs& args, CpLayout layout, bool round_k) {
   const Shape s = shape_of(args);
   const std::int64_t bps = layout.blocks_per_seq();
   std::vector<double> out(static_cast<std::size_t>(s.n_seqs * bps * s.hsab * C * C), 0.0);
@@ -96,6 +136,7 @@ std::vector<double> gdn_cp_block_inverse_ref(const gdn::PrefillArgs& args, CpLay
       const int len = static_cast<int>(std::min<std::int64_t>(C, s.cu[n + 1] - t0));
       for (std::int64_t h = 0; h < s.hsab; ++h) {
         load_block(args, s, t0, len, h, blk);
+        if (round_k) round_rows(args.k.dtype, blk.K);
         for (int i = 0; i < C; ++i)
           for (int j = 0; j < C; ++j) {
             double dot = 0;
@@ -114,6 +155,7 @@ std::vector<double> gdn_cp_block_inverse_ref(const gdn::PrefillArgs& args, CpLay
     }
   return out;
 }
+}  // namespace
 
 void gdn_cp_chunk_maps_ref(const gdn::PrefillArgs& args, CpLayout layout, const std::vector<double>& inverse,
                            std::vector<double>& m, std::vector<double>& b) {
@@ -174,6 +216,81 @@ void gdn_cp_chunk_maps_ref(const gdn::PrefillArgs& args, CpLayout layout, const 
               for (int i = 0; i < C; ++i) acc += TVd[i * D + r] * blk.K[i * D + col];
               B[r * D + col] += acc;
             }
+        }
+      }
+    }
+}
+
+
+void gdn_cp_chunk_maps_mirror(const gdn::PrefillArgs& args, CpLayout layout, const std::vector<double>& inverse,
+                              std::vector<double>& m, std::vector<double>& b, bool hi_lo) {
+  const Shape s = shape_of(args);
+  const Round16 r16{args.k.dtype};
+  const std::int64_t cps = layout.chunks_per_seq, bps = layout.blocks_per_seq(), bpc = layout.chunk_len / C;
+  const std::size_t map_count = static_cast<std::size_t>(s.n_seqs * cps * s.hsab * D * D);
+  m.resize(map_count, 0.0);
+  b.resize(map_count, 0.0);
+  Block blk;
+  // Tk, Tv: T and T diag(exp(gL - G)) as hi + lo sums; A (= T K) hi + lo sum and its lo part;
+  // Ud = T diag(exp(gL - G)) V in fp32; X: the rows of M or B split hi + lo.
+  std::vector<double> Tk(C * C), Tv(C * C), A(C * D), A_lo(C * D), Ud(C * D), X_hi(D * D), X_lo(D * D), next(D * D);
+  for (std::int64_t n = 0; n < s.n_seqs; ++n)
+    for (std::int64_t c = 0; c < cps; ++c) {
+      const std::int64_t c0 = s.cu[n] + c * layout.chunk_len;
+      if (c0 >= s.cu[n + 1]) break;
+      for (std::int64_t h = 0; h < s.hsab; ++h) {
+        double* M = &m[static_cast<std::size_t>(((n * cps + c) * s.hsab + h) * D * D)];
+        double* B = &b[static_cast<std::size_t>(((n * cps + c) * s.hsab + h) * D * D)];
+        for (int i = 0; i < D * D; ++i) M[i] = (i / D == i % D) ? 1.0 : 0.0, B[i] = 0.0;
+        for (std::int64_t bl = 0; bl < bpc; ++bl) {
+          const std::int64_t t0 = c0 + bl * C;
+          if (t0 >= s.cu[n + 1]) break;
+          const int len = static_cast<int>(std::min<std::int64_t>(C, s.cu[n + 1] - t0));
+          load_block(args, s, t0, len, h, blk);
+          round_rows(args.k.dtype, blk.K);  // the kernel's K tile (V is the exact input)
+          const double* Tinv = &inverse[static_cast<std::size_t>(((n * bps + c * bpc + bl) * s.hsab + h) * C * C)];
+          const double gL = blk.G[C - 1], decay = f32(std::exp(gL));
+          for (int i = 0; i < C; ++i)
+            for (int j = 0; j < C; ++j) {
+              const double t_beta = f32(f32(Tinv[i * C + j]) * blk.beta[j]);
+              const double t_gated = f32(t_beta * std::exp(gL - blk.G[j]));
+              double hi, lo;
+              split16(r16, t_beta, hi_lo, hi, lo);
+              Tk[i * C + j] = hi + lo;
+              split16(r16, t_gated, hi_lo, hi, lo);
+              Tv[i * C + j] = hi + lo;
+            }
+          for (int i = 0; i < C; ++i)
+            for (int d = 0; d < D; ++d) {
+              double tk = 0, tv = 0;
+              for (int j = 0; j < C; ++j) tk += Tk[i * C + j] * blk.K[j * D + d], tv += Tv[i * C + j] * blk.V[j * D + d];
+              double hi, lo;
+              split16(r16, f32(tk), hi_lo, hi, lo);
+              A[i * D + d] = hi + lo;
+              A_lo[i * D + d] = lo;
+              Ud[i * D + d] = f32(tv);
+            }
+          for (double* X : {M, B}) {
+            for (int i = 0; i < D * D; ++i) split16(r16, X[i], hi_lo, X_hi[i], X_lo[i]);
+            for (int row = 0; row < D; ++row) {
+              double z[C];
+              for (int i = 0; i < C; ++i) {
+                double y = 0;  // X_hi A_hi + X_lo A_hi + X_hi A_lo = (X_hi + X_lo)(A_hi + A_lo) - X_lo A_lo
+                for (int d = 0; d < D; ++d)
+                  y += (X_hi[row * D + d] + X_lo[row * D + d]) * A[i * D + d] - X_lo[row * D + d] * A_lo[i * D + d];
+                const double zf = f32((X == B ? Ud[i * D + row] : 0.0) - decay * f32(y));
+                double hi, lo;
+                split16(r16, zf, hi_lo, hi, lo);
+                z[i] = hi + lo;
+              }
+              for (int col = 0; col < D; ++col) {
+                double acc = f32(decay * X[row * D + col]);
+                for (int i = 0; i < C; ++i) acc += z[i] * blk.K[i * D + col];
+                next[row * D + col] = f32(acc);
+              }
+            }
+            std::copy(next.begin(), next.end(), X);
+          }
         }
       }
     }

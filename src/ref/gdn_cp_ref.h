@@ -30,12 +30,24 @@ struct CpLayout {
 // Result: [N * blocks_per_seq, Hsab, 64, 64].
 std::vector<double> gdn_cp_block_inverse_ref(const gdn::PrefillArgs& args, CpLayout layout);
 
+// Stage 1 as the GPU kernel computes it: K rounded to the 16-bit input type after normalisation
+// (the same K tile every CP and prefill kernel multiplies with), then solved in fp64.
+std::vector<double> gdn_cp_block_inverse_mirror(const gdn::PrefillArgs& args, CpLayout layout);
+
 // Stage 2: per CP chunk and state head, the affine map (M, B) of the chunk composed block by
 // block from the stage-1 inverses `inverse` (any source: the reference's or the GPU's).
 // Results m, b: [N * chunks_per_seq, Hsab, 128, 128] (M is [K, K], B is [V, K]). Chunks not
 // present are left as they are (vectors are resized, new elements zero).
 void gdn_cp_chunk_maps_ref(const gdn::PrefillArgs& args, CpLayout layout, const std::vector<double>& inverse,
                            std::vector<double>& m, std::vector<double>& b);
+
+// Stage 2 as the GPU kernel rounds it (cp_chunk_maps_sm90.cuh), for the error budget: K is
+// rounded to the input dtype after normalisation, every other product operand (T, A, [M; B], Z)
+// to fp32 and then to a 16-bit pair hi + lo (`hi_lo`) or to hi alone (the kernel before the
+// numerics fix), products hi*hi + lo*hi + hi*lo accumulated exactly, M, B, Y, Z, Ud kept in fp32.
+// Same layout and arguments as gdn_cp_chunk_maps_ref.
+void gdn_cp_chunk_maps_mirror(const gdn::PrefillArgs& args, CpLayout layout, const std::vector<double>& inverse,
+                              std::vector<double>& m, std::vector<double>& b, bool hi_lo = true);
 
 // Stage 3: the serial fix-up over the chunks of each sequence from its initial state (absent,
 // packed or pool; a negative slot starts from zero): chunk_states[n, c] is the state entering

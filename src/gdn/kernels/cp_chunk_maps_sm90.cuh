@@ -9,6 +9,11 @@
 // row's update needs only that row (the recurrence is row-separable), so each warp feeds its own
 // accumulator fragments back as MMA A operands (C-fragment == A-fragment layout after packing).
 // Every multiplier exp(.) is <= 1, so nothing overflows however small the gates are.
+// Numerics (as the prefill kernel, commit 0ce9fd6): every operand that is not an exact input is
+// carried as a 16-bit pair hi = round(x), lo = round(x - hi) (~16 significant bits), and a product
+// x * y becomes hi*hi + lo*hi + hi*lo (the lo*lo term is below fp32 accumulation noise). K and V
+// are the (normalised) inputs, rounded once as the prefill kernel rounds them. A single rounding of
+// [M; B] and T cost ~8e-3 relative error in M and missed the bf16 state tolerance at alpha = 1.
 #include "gdn/cp_launch.h"
 #include "gdn/kernels/cp_common_sm90.cuh"
 
@@ -22,12 +27,28 @@ struct ChunkMapsSmem {
   alignas(16) E k[kC][kD + 8];      // K, [token][dim] (B operands via ldmatrix.trans)
   alignas(16) E v[kC][kD + 8];      // V, [token][dim]
   alignas(16) float tinv[kC * kC];  // the block's Tinv, staged by cp.async
-  alignas(16) E t_k[kC][kC + 8];    // T = Tinv diag(beta)
-  alignas(16) E t_v[kC][kC + 8];    // T diag(exp(gL - G))
-  alignas(16) E a[kC][kD + 8];      // A = T K, [token][dim]
+  alignas(16) E t_k[2][kC][kC + 8];  // T = Tinv diag(beta), hi and lo
+  alignas(16) E t_v[2][kC][kC + 8];  // T diag(exp(gL - G)), hi and lo
+  alignas(16) E a[2][kC][kD + 8];    // A = T K, [token][dim], hi and lo
   alignas(16) float ud_t[kD][kC + 1];  // Ud transposed, fp32
   float gates[kC], beta[kC];
 };
+
+// The m16n8k16 A fragment of two adjacent 16x8 fp32 C tiles (k columns 0-7 in `left`, 8-15 in
+// `right`; C-fragment == A-fragment layout) as hi = round(x) and lo = round(x - hi).
+template <class In>
+__device__ inline void split_a_fragment(const float (&left)[4], const float (&right)[4], std::uint32_t (&hi)[4],
+                                        std::uint32_t (&lo)[4]) {
+  auto split = [](float x0, float x1, std::uint32_t& h, std::uint32_t& l) {
+    const float h0 = In::to_float(In::from_float(x0)), h1 = In::to_float(In::from_float(x1));
+    h = In::pack(h0, h1);
+    l = In::pack(x0 - h0, x1 - h1);
+  };
+  split(left[0], left[1], hi[0], lo[0]);
+  split(left[2], left[3], hi[1], lo[1]);
+  split(right[0], right[1], hi[2], lo[2]);
+  split(right[2], right[3], hi[3], lo[3]);
+}
 
 template <CpInputType kInput>
 __global__ void __launch_bounds__(kMapThreads, 1) chunk_maps_kernel(const CpStageParams p) {
@@ -94,44 +115,57 @@ __global__ void __launch_bounds__(kMapThreads, 1) chunk_maps_kernel(const CpStag
     for (int idx = threadIdx.x; idx < kC * kC; idx += kMapThreads) {
       const int r = idx / kC, j = idx % kC;
       const float t_beta = s.tinv[idx] * s.beta[j];
-      s.t_k[r][j] = In::from_float(t_beta);
-      s.t_v[r][j] = In::from_float(t_beta * __expf(g_last - s.gates[j]));
+      const float t_gated = t_beta * __expf(g_last - s.gates[j]);
+      s.t_k[0][r][j] = In::from_float(t_beta);
+      s.t_k[1][r][j] = In::from_float(t_beta - In::to_float(s.t_k[0][r][j]));
+      s.t_v[0][r][j] = In::from_float(t_gated);
+      s.t_v[1][r][j] = In::from_float(t_gated - In::to_float(s.t_v[0][r][j]));
     }
     __syncthreads();
 
     // A = T K (warps 0-3) and Ud = T diag(exp(gL - G)) V (warps 4-7); warp owns 16 token rows.
+    // T is a hi + lo pair, K and V are exact: two products into one fp32 accumulator.
     {
       const int product = warp / 4, mt = warp % 4;
-      const E(*lhs)[kC + 8] = product == 0 ? s.t_k : s.t_v;
       const E(*rhs)[kD + 8] = product == 0 ? s.k : s.v;
-      std::uint32_t a[4][4];
-#pragma unroll
-      for (int ks = 0; ks < 4; ++ks) {
-        const int row = mt * 16 + g, col = ks * 16 + 2 * t;
-        a[ks][0] = lds_pair(&lhs[row][col]);
-        a[ks][1] = lds_pair(&lhs[row + 8][col]);
-        a[ks][2] = lds_pair(&lhs[row][col + 8]);
-        a[ks][3] = lds_pair(&lhs[row + 8][col + 8]);
-      }
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
+        __syncwarp();  // one half's accumulators live at a time
         float o[8][4] = {};
 #pragma unroll
-        for (int ntp = 0; ntp < 4; ++ntp)
+        for (int part = 0; part < 2; ++part) {
+          const E(*lhs)[kC + 8] = product == 0 ? s.t_k[part] : s.t_v[part];
+          std::uint32_t a[4][4];
 #pragma unroll
           for (int ks = 0; ks < 4; ++ks) {
-            std::uint32_t b[4];
-            load_b_pair_trans(&rhs[ks * 16][half * 64 + ntp * 16], kD + 8, lane, b);
-            In::mma(o[2 * ntp], a[ks], b[0], b[1]);
-            In::mma(o[2 * ntp + 1], a[ks], b[2], b[3]);
+            const int row = mt * 16 + g, col = ks * 16 + 2 * t;
+            a[ks][0] = lds_pair(&lhs[row][col]);
+            a[ks][1] = lds_pair(&lhs[row + 8][col]);
+            a[ks][2] = lds_pair(&lhs[row][col + 8]);
+            a[ks][3] = lds_pair(&lhs[row + 8][col + 8]);
           }
+#pragma unroll
+          for (int ntp = 0; ntp < 4; ++ntp)
+#pragma unroll
+            for (int ks = 0; ks < 4; ++ks) {
+              std::uint32_t b[4];
+              load_b_pair_trans(&rhs[ks * 16][half * 64 + ntp * 16], kD + 8, lane, b);
+              In::mma(o[2 * ntp], a[ks], b[0], b[1]);
+              In::mma(o[2 * ntp + 1], a[ks], b[2], b[3]);
+            }
+        }
 #pragma unroll
         for (int nt = 0; nt < 8; ++nt)
 #pragma unroll
           for (int e = 0; e < 4; ++e) {
             const int i = mt * 16 + g + (e / 2) * 8, d = half * 64 + nt * 8 + 2 * t + (e % 2);
-            if (product == 0) s.a[i][d] = In::from_float(o[nt][e]);
-            else s.ud_t[d][i] = o[nt][e];
+            if (product == 0) {
+              const E hi = In::from_float(o[nt][e]);
+              s.a[0][i][d] = hi;
+              s.a[1][i][d] = In::from_float(o[nt][e] - In::to_float(hi));
+            } else {
+              s.ud_t[d][i] = o[nt][e];
+            }
           }
       }
     }
@@ -140,21 +174,30 @@ __global__ void __launch_bounds__(kMapThreads, 1) chunk_maps_kernel(const CpStag
     const float decay = __expf(g_last);
 #pragma unroll
     for (int mt = 0; mt < 2; ++mt) {
-      // Y = rows * A^T (16 x 64); the rows come straight from the accumulators.
+      __syncwarp();  // keeps the two row tiles' Y apart (register pressure: y is 32 live floats)
+      // Y = rows * A^T (16 x 64); the rows come straight from the accumulators, split into
+      // hi + lo fragments: Y = rows_hi A_hi^T + rows_lo A_hi^T + rows_hi A_lo^T.
       float y[8][4] = {};
 #pragma unroll
       for (int ks = 0; ks < 8; ++ks) {
-        const std::uint32_t a[4] = {In::pack(acc[mt][2 * ks][0], acc[mt][2 * ks][1]),
-                                    In::pack(acc[mt][2 * ks][2], acc[mt][2 * ks][3]),
-                                    In::pack(acc[mt][2 * ks + 1][0], acc[mt][2 * ks + 1][1]),
-                                    In::pack(acc[mt][2 * ks + 1][2], acc[mt][2 * ks + 1][3])};
+        std::uint32_t a_hi[4], a_lo[4];
+        split_a_fragment<In>(acc[mt][2 * ks], acc[mt][2 * ks + 1], a_hi, a_lo);
 #pragma unroll
-        for (int nt = 0; nt < 8; ++nt)
-          In::mma(y[nt], a, lds_pair(&s.a[nt * 8 + g][ks * 16 + 2 * t]), lds_pair(&s.a[nt * 8 + g][ks * 16 + 2 * t + 8]));
+        for (int nt = 0; nt < 8; ++nt) {
+          const int i = nt * 8 + g, d = ks * 16 + 2 * t;
+          const std::uint32_t b_hi0 = lds_pair(&s.a[0][i][d]), b_hi1 = lds_pair(&s.a[0][i][d + 8]);
+          In::mma(y[nt], a_hi, b_hi0, b_hi1);
+          In::mma(y[nt], a_lo, b_hi0, b_hi1);
+          In::mma(y[nt], a_hi, lds_pair(&s.a[1][i][d]), lds_pair(&s.a[1][i][d + 8]));
+        }
       }
-      // Z = [0; Ud^T] - exp(gL) Y as A fragments over the 64 tokens.
+      // rows <- exp(gL) rows + Z K with Z = [0; Ud^T] - exp(gL) Y (fp32, then hi + lo A fragments
+      // over the 64 tokens, 16 at a time; K exact).
+#pragma unroll
+      for (int nt = 0; nt < 16; ++nt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[mt][nt][e] *= decay;
       const int r = row0 + mt * 16 + g;
-      std::uint32_t z[4][4];
 #pragma unroll
       for (int kc = 0; kc < 4; ++kc) {
         float zv[2][4];
@@ -166,25 +209,18 @@ __global__ void __launch_bounds__(kMapThreads, 1) chunk_maps_kernel(const CpStag
             const float ud = rows_of_b ? s.ud_t[r + (e / 2) * 8][col] : 0.f;
             zv[q][e] = ud - decay * y[2 * kc + q][e];
           }
-        z[kc][0] = In::pack(zv[0][0], zv[0][1]);
-        z[kc][1] = In::pack(zv[0][2], zv[0][3]);
-        z[kc][2] = In::pack(zv[1][0], zv[1][1]);
-        z[kc][3] = In::pack(zv[1][2], zv[1][3]);
-      }
-      // rows <- exp(gL) rows + Z K.
+        std::uint32_t z_hi[4], z_lo[4];
+        split_a_fragment<In>(zv[0], zv[1], z_hi, z_lo);
 #pragma unroll
-      for (int nt = 0; nt < 16; ++nt)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) acc[mt][nt][e] *= decay;
-#pragma unroll
-      for (int ntp = 0; ntp < 8; ++ntp)
-#pragma unroll
-        for (int kc = 0; kc < 4; ++kc) {
+        for (int ntp = 0; ntp < 8; ++ntp) {
           std::uint32_t b[4];
           load_b_pair_trans(&s.k[kc * 16][ntp * 16], kD + 8, lane, b);
-          In::mma(acc[mt][2 * ntp], z[kc], b[0], b[1]);
-          In::mma(acc[mt][2 * ntp + 1], z[kc], b[2], b[3]);
+          In::mma(acc[mt][2 * ntp], z_hi, b[0], b[1]);
+          In::mma(acc[mt][2 * ntp + 1], z_hi, b[2], b[3]);
+          In::mma(acc[mt][2 * ntp], z_lo, b[0], b[1]);
+          In::mma(acc[mt][2 * ntp + 1], z_lo, b[2], b[3]);
         }
+      }
     }
   }
 
