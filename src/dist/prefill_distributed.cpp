@@ -5,6 +5,7 @@
 
 #include "dist/affine_chain.h"
 #include "dist/nccl_backend.h"
+#include "dist/rank_pipeline.h"
 #include "dist/validate.h"
 #include "fastinfer/gdn_distributed.h"
 #include "gdn/cp.h"
@@ -15,7 +16,8 @@
 #include "runtime/workspace_carver.h"
 #include "runtime/workspace_pool.h"
 
-namespace fastinfer::gdn {
+namespace fastinfer {
+namespace gdn {
 namespace {
 
 constexpr std::int64_t kStateElems = kHeadDim * kHeadDim;
@@ -149,6 +151,54 @@ void fold_entering_state(const PrefillShape& shape, int rank, const DistWorkspac
 
 }  // namespace
 
+}  // namespace gdn
+
+namespace gdn::detail {
+
+RankStage begin_rank(const PrefillArgs& local, const PrefillShape& shape, int rank, int world,
+                     const DistributedPrefillOptions& options, const ExecContext& ctx) {
+  DeviceGuard guard(ctx.device.index);
+  RankStage st;
+  st.shape = shape;
+  st.ctx = ctx;
+  st.rank = rank;
+  st.world = world;
+  st.contribution = 2 * shape.num_seqs * shape.hsab * kStateElems;
+  const std::size_t bytes = carve(nullptr, st.contribution, world).bytes;
+  const DistWorkspace w =
+      carve(WorkspacePool::global().get(ctx.device.index, ctx.stream, "gdn.dist", bytes), st.contribution, world);
+  st.send = w.send;
+  st.recv = w.recv;
+  st.entering = w.entering;
+
+  // CP path (use_cp not Off): every rank runs CP stages 1-3 from zero before the exchange (the
+  // last rank too: it would otherwise idle while the others compute their maps), and resumes its
+  // CP prefill from them afterwards. Off: only ranks < R-1 compute maps (the last rank's map is
+  // never needed) and the local prefill is the plain one.
+  st.cp_path = local.use_cp != UseCp::kOff && shape.total_tokens > 0;
+  const bool has_view = st.cp_path || (rank < world - 1 && shape.total_tokens > 0);
+  if (has_view) st.view = chunk_maps(local, shape, options, ctx, w.send + st.contribution / 2);
+  if (rank < world - 1) slice_maps(local, shape, rank, has_view ? &st.view : nullptr, ctx, w);
+  return st;
+}
+
+void finish_rank(const PrefillArgs& local, const RankStage& st) {
+  DeviceGuard guard(st.ctx.device.index);
+  PrefillArgs from = local;
+  if (st.rank > 0) {
+    const DistWorkspace w{st.send, st.recv, st.entering, 0};
+    fold_entering_state(st.shape, st.rank, w, st.contribution, st.ctx);
+    from.initial_state = TensorView::contiguous(st.entering, DType::kFloat32,
+                                                {st.shape.num_seqs, st.shape.hsab, kHeadDim, kHeadDim}, st.ctx.device);
+  }
+  if (st.cp_path) resume_cp_prefill(from, st.shape, st.view, st.ctx);
+  else prefill(from, st.ctx.stream);
+}
+
+}  // namespace gdn::detail
+
+namespace gdn {
+
 void prefill_distributed(const PrefillArgs& local, const dist::Communicator& comm,
                          const DistributedPrefillOptions& options, Stream stream) {
   const PrefillShape shape = validate_prefill(local);
@@ -161,38 +211,18 @@ void prefill_distributed(const PrefillArgs& local, const dist::Communicator& com
        {"state_indices", opt(local.state_indices)}},
       stream);
   detail::validate_distributed(local, comm, options, ctx);
-  const int rank = comm.rank(), world = comm.world_size();
-  if (world == 1) {
+  if (comm.world_size() == 1) {
     prefill(local, stream);
     return;
   }
-
-  DeviceGuard guard(ctx.device.index);
-  const std::int64_t contribution = 2 * shape.num_seqs * shape.hsab * kStateElems;
-  const std::size_t bytes = carve(nullptr, contribution, world).bytes;
-  const DistWorkspace w =
-      carve(WorkspacePool::global().get(ctx.device.index, ctx.stream, "gdn.dist", bytes), contribution, world);
-
-  // CP path (use_cp not Off): every rank runs CP stages 1-3 from zero before the exchange (the
-  // last rank too: it would otherwise idle while the others compute their maps), and resumes its
-  // CP prefill from them afterwards. Off: only ranks < R-1 compute maps (the last rank's map is
-  // never needed) and the local prefill is the plain one.
-  const bool cp_path = local.use_cp != UseCp::kOff && shape.total_tokens > 0;
-  const std::int64_t half = shape.num_seqs * shape.hsab * kStateElems;
-  detail::CpStageView view;
-  if (cp_path || (rank < world - 1 && shape.total_tokens > 0)) view = chunk_maps(local, shape, options, ctx, w.send + half);
-  const bool has_view = cp_path || (rank < world - 1 && shape.total_tokens > 0);
-  if (rank < world - 1) slice_maps(local, shape, rank, has_view ? &view : nullptr, ctx, w);
-  dist::detail::all_gather_floats(w.send, w.recv, static_cast<std::size_t>(contribution), comm.nccl_comm(),
-                                  ctx.stream);
-  PrefillArgs from = local;
-  if (rank > 0) {
-    fold_entering_state(shape, rank, w, contribution, ctx);
-    from.initial_state =
-        TensorView::contiguous(w.entering, DType::kFloat32, {shape.num_seqs, shape.hsab, kHeadDim, kHeadDim}, ctx.device);
+  const detail::RankStage stage = detail::begin_rank(local, shape, comm.rank(), comm.world_size(), options, ctx);
+  {
+    DeviceGuard guard(ctx.device.index);
+    dist::detail::all_gather_floats(stage.send, stage.recv, static_cast<std::size_t>(stage.contribution),
+                                    comm.nccl_comm(), ctx.stream);
   }
-  if (cp_path) resume_cp_prefill(from, shape, view, ctx);
-  else prefill(from, stream);
+  detail::finish_rank(local, stage);
 }
 
-}  // namespace fastinfer::gdn
+}  // namespace gdn
+}  // namespace fastinfer

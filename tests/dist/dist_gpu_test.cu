@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "dist/nccl_backend.h"
+#include "dist/rank_pipeline.h"
 #include "dist/split_problem.h"  // tests/dist
 #include "fastinfer/device.h"
 #include "fastinfer/gdn_distributed.h"
@@ -66,6 +67,43 @@ double rel_l2(const std::vector<double>& got, const std::vector<double>& want) {
   return std::sqrt(num / std::max(den, 1e-300));
 }
 
+// Single GPU: output and final states (pool: slot indices apply to output_state too). The
+// reference is the plain (non-CP) kernel, the most tested path; the single-GPU CP result is
+// printed against it as a diagnostic (it is issue 6's, not checked here).
+void single_gpu_reference(const Problem& p, std::vector<double>& want_out, std::vector<double>& want_fin) {
+  const std::int64_t n_seqs = static_cast<std::int64_t>(p.lengths.size()), T = p.q.view().size(0);
+  const bool pool = p.args.state_indices.has_value();
+  const std::int64_t slots = p.args.initial_state ? p.args.initial_state->size(0) : n_seqs;
+  HostTensor out_shape(p.q.view().dtype, {T, p.hsab, 128}), state_shape(DType::kFloat32, {slots, p.hsab, 128, 128});
+  {
+    DeviceCopy q(p.q, 0), k(p.k, 0), v(p.v, 0), al(p.alpha, 0), be(p.beta, 0), cu(p.cu, 0);
+    DeviceCopy out(out_shape, 0, false), fin(state_shape, 0, false);
+    DeviceCopy init, idx;
+    gdn::PrefillArgs a = p.args;
+    a.q = q.view, a.k = k.view, a.v = v.view, a.alpha = al.view, a.beta = be.view, a.cu_seqlens = cu.view;
+    a.output = out.view;
+    a.output_state = fin.view;
+    if (p.args.initial_state) init = DeviceCopy(*p.args.initial_state, 0), a.initial_state = init.view;
+    if (pool) idx = DeviceCopy(*p.args.state_indices, 0), a.state_indices = idx.view;
+    FASTINFER_CUDA_CHECK(cudaSetDevice(0));
+    a.use_cp = gdn::UseCp::kOff;
+    gdn::prefill(a);
+    FASTINFER_CUDA_CHECK(cudaDeviceSynchronize());
+    want_out = out.download(), want_fin = fin.download();
+    if (p.args.use_cp != gdn::UseCp::kOff) {
+      a.use_cp = gdn::UseCp::kOn;
+      gdn::prefill(a);
+      FASTINFER_CUDA_CHECK(cudaDeviceSynchronize());
+      const std::vector<double> cp_out = out.download(), cp_fin = fin.download();
+      std::vector<double> cf, wf;  // written slots only
+      for (std::size_t i = 0; i < want_fin.size(); ++i)
+        if (!std::isnan(want_fin[i])) cf.push_back(cp_fin[i]), wf.push_back(want_fin[i]);
+      std::printf("  [diagnostic] single-GPU CP vs non-CP: outputs rel L2 %.3g, final states rel L2 %.3g\n",
+                  rel_l2(cp_out, want_out), rel_l2(cf, wf));
+    }
+  }
+}
+
 class GdnDistributedGpu : public testing::GpuTest {
  protected:
   void SetUp() override {
@@ -82,38 +120,9 @@ class GdnDistributedGpu : public testing::GpuTest {
     const bool pool = p.args.state_indices.has_value();
     const std::int64_t slots = p.args.initial_state ? p.args.initial_state->size(0) : n_seqs;
 
-    // Single GPU: output and final states (pool: slot indices apply to output_state too). The
-    // reference is the plain (non-CP) kernel, the most tested path; the single-GPU CP result is
-    // printed against it as a diagnostic (it is issue 6's, not checked here).
-    HostTensor out_shape(p.q.view().dtype, {T, p.hsab, 128}), state_shape(DType::kFloat32, {slots, p.hsab, 128, 128});
+    HostTensor state_shape(DType::kFloat32, {slots, p.hsab, 128, 128});
     std::vector<double> want_out, want_fin;
-    {
-      DeviceCopy q(p.q, 0), k(p.k, 0), v(p.v, 0), al(p.alpha, 0), be(p.beta, 0), cu(p.cu, 0);
-      DeviceCopy out(out_shape, 0, false), fin(state_shape, 0, false);
-      DeviceCopy init, idx;
-      gdn::PrefillArgs a = p.args;
-      a.q = q.view, a.k = k.view, a.v = v.view, a.alpha = al.view, a.beta = be.view, a.cu_seqlens = cu.view;
-      a.output = out.view;
-      a.output_state = fin.view;
-      if (p.args.initial_state) init = DeviceCopy(*p.args.initial_state, 0), a.initial_state = init.view;
-      if (pool) idx = DeviceCopy(*p.args.state_indices, 0), a.state_indices = idx.view;
-      FASTINFER_CUDA_CHECK(cudaSetDevice(0));
-      a.use_cp = gdn::UseCp::kOff;
-      gdn::prefill(a);
-      FASTINFER_CUDA_CHECK(cudaDeviceSynchronize());
-      want_out = out.download(), want_fin = fin.download();
-      if (p.args.use_cp != gdn::UseCp::kOff) {
-        a.use_cp = gdn::UseCp::kOn;
-        gdn::prefill(a);
-        FASTINFER_CUDA_CHECK(cudaDeviceSynchronize());
-        const std::vector<double> cp_out = out.download(), cp_fin = fin.download();
-        std::vector<double> cf, wf;  // written slots only
-        for (std::size_t i = 0; i < want_fin.size(); ++i)
-          if (!std::isnan(want_fin[i])) cf.push_back(cp_fin[i]), wf.push_back(want_fin[i]);
-        std::printf("  [diagnostic] single-GPU CP vs non-CP: outputs rel L2 %.3g, final states rel L2 %.3g\n",
-                    rel_l2(cp_out, want_out), rel_l2(cf, wf));
-      }
-    }
+    single_gpu_reference(p, want_out, want_fin);
 
     // Two ranks, one thread each.
     const std::vector<RankSlice> slices = dist_test::split(p, cuts);
@@ -145,7 +154,6 @@ class GdnDistributedGpu : public testing::GpuTest {
         FASTINFER_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
         gdn::prefill_distributed(run.args, comms[r], {.max_slice_len = longest}, stream);
         FASTINFER_CUDA_CHECK(cudaStreamSynchronize(stream));
-        FASTINFER_CUDA_CHECK(cudaStreamDestroy(stream));
       } catch (...) {
         errors[r] = std::current_exception();
       }
@@ -216,6 +224,122 @@ TEST_F(GdnDistributedGpu, RaggedCutGqaNoInitialState) {
   run_and_compare(p, {{4097, 1}}, 2e-2);
 }
 
+
+// Several ranks simulated on ONE device (no NCCL): every rank runs detail::begin_rank on its own
+// stream, the exchange is a device copy of every contribution into every rank's recv slots, then
+// detail::finish_rank. This is exactly prefill_distributed around its all-gather, so it checks the
+// slice maps, the fold over several ranks (rank 2 folds rank 1's map), the resumed CP prefill and
+// the Off path on a one-GPU machine. Compared with the single-GPU non-CP prefill of the batch.
+class GdnDistributedSimulatedGpu : public testing::GpuTest {
+ protected:
+  void run_simulated(const Problem& p, const std::vector<std::vector<std::int64_t>>& cuts, double tol) {
+    const int world = static_cast<int>(cuts.size()) + 1;
+    const std::int64_t n_seqs = static_cast<std::int64_t>(p.lengths.size());
+    const bool pool = p.args.state_indices.has_value();
+    const std::int64_t slots = p.args.initial_state ? p.args.initial_state->size(0) : n_seqs;
+    std::vector<double> want_out, want_fin;
+    single_gpu_reference(p, want_out, want_fin);
+
+    const std::vector<RankSlice> slices = dist_test::split(p, cuts);
+    std::vector<RankRun> runs(static_cast<std::size_t>(world));
+    std::vector<cudaStream_t> streams(static_cast<std::size_t>(world));
+    std::vector<gdn::detail::RankStage> stages(static_cast<std::size_t>(world));
+    FASTINFER_CUDA_CHECK(cudaSetDevice(0));
+    for (int r = 0; r < world; ++r) {
+      const RankSlice& s = slices[r];
+      RankRun& run = runs[r];
+      run.q = DeviceCopy(s.q, 0), run.k = DeviceCopy(s.k, 0), run.v = DeviceCopy(s.v, 0);
+      run.alpha = DeviceCopy(s.alpha, 0), run.beta = DeviceCopy(s.beta, 0), run.cu = DeviceCopy(s.cu, 0);
+      run.out = DeviceCopy(s.out, 0, false);
+      run.args = s.args;
+      run.args.q = run.q.view, run.args.k = run.k.view, run.args.v = run.v.view;
+      run.args.alpha = run.alpha.view, run.args.beta = run.beta.view, run.args.cu_seqlens = run.cu.view;
+      run.args.output = run.out.view;
+      if (r == 0) {
+        run.out_state = DeviceCopy(HostTensor(DType::kFloat32, {slots, p.hsab, 128, 128}), 0, false);
+        if (p.args.initial_state) run.init = DeviceCopy(*p.args.initial_state, 0), run.args.initial_state = run.init.view;
+        if (pool) run.indices = DeviceCopy(*p.args.state_indices, 0), run.args.state_indices = run.indices.view;
+      } else {
+        run.out_state = DeviceCopy(HostTensor(DType::kFloat32, {n_seqs, p.hsab, 128, 128}), 0, false);
+      }
+      run.args.output_state = run.out_state.view;
+      std::int64_t longest = 0;
+      for (auto l : s.lengths) longest = std::max(longest, l);
+      FASTINFER_CUDA_CHECK(cudaStreamCreateWithFlags(&streams[r], cudaStreamNonBlocking));
+      const gdn::PrefillShape shape = gdn::validate_prefill(run.args);
+      stages[r] = gdn::detail::begin_rank(run.args, shape, r, world, {.max_slice_len = longest},
+                                          ExecContext{Device::cuda(0), streams[r]});
+    }
+    FASTINFER_CUDA_CHECK(cudaDeviceSynchronize());
+    for (int r = 0; r < world; ++r)
+      for (int j = 0; j < world; ++j)
+        FASTINFER_CUDA_CHECK(cudaMemcpy(stages[r].recv + j * stages[r].contribution, stages[j].send,
+                                        static_cast<std::size_t>(stages[j].contribution) * 4, cudaMemcpyDeviceToDevice));
+    for (int r = 0; r < world; ++r) gdn::detail::finish_rank(runs[r].args, stages[r]);
+    FASTINFER_CUDA_CHECK(cudaDeviceSynchronize());
+    // Streams are not destroyed: the workspace pool keys blocks by stream handle, and a later
+    // stream could reuse a destroyed one's handle.
+
+    const std::int64_t row = p.hsab * 128;
+    for (int r = 0; r < world; ++r) {
+      const std::vector<double> got = runs[r].out.download();
+      std::vector<double> want(got.size());
+      for (std::size_t i = 0; i < slices[r].global_rows.size(); ++i)
+        std::copy_n(want_out.begin() + slices[r].global_rows[i] * row, row, want.begin() + static_cast<std::int64_t>(i) * row);
+      std::size_t unwritten = 0;
+      for (std::size_t i = 0; i < slices[r].global_rows.size() * static_cast<std::size_t>(row); ++i) unwritten += std::isnan(got[i]) ? 1 : 0;
+      EXPECT_EQ(unwritten, 0u) << "rank " << r << " left output elements unwritten (NaN poison)";
+      const double e = rel_l2(got, want);
+      std::printf("  simulated rank %d/%d outputs: %zu rows, rel L2 %.3g vs single-GPU non-CP\n", r, world,
+                  slices[r].global_rows.size(), e);
+      EXPECT_LT(e, tol) << "rank " << r << " outputs";
+    }
+    std::vector<std::vector<double>> fins;
+    for (int r = 0; r < world; ++r) fins.push_back(runs[r].out_state.download());
+    for (std::int64_t n = 0; n < n_seqs; ++n) {
+      const std::int64_t slot = pool ? static_cast<std::int64_t>(ref::load(*p.args.state_indices, n)) : n;
+      if (p.lengths[n] == 0 || slot < 0) continue;  // the single-GPU call writes no state there
+      int last = 0;
+      for (int r = 0; r < world; ++r)
+        if (slices[r].lengths[n] > 0) last = r;
+      const std::int64_t got_row = last == 0 ? slot : n;
+      std::vector<double> got(fins[last].begin() + got_row * p.hsab * DD, fins[last].begin() + (got_row + 1) * p.hsab * DD);
+      std::vector<double> want(want_fin.begin() + slot * p.hsab * DD, want_fin.begin() + (slot + 1) * p.hsab * DD);
+      const double e = rel_l2(got, want);
+      std::printf("  sequence %lld final state (rank %d): rel L2 %.3g\n", static_cast<long long>(n), last, e);
+      EXPECT_LT(e, tol) << "final state of sequence " << n;
+    }
+  }
+};
+
+// Three simulated ranks: sequence 0 split over all three, 1 empty, 2 over ranks 0 and 2 with an
+// empty slice on rank 1, 3 wholly on rank 0, 4 wholly on rank 2; bf16 pool on rank 0; GVA.
+TEST_F(GdnDistributedSimulatedGpu, ThreeRanksVarlenPoolCpPath) {
+  Problem p({5000, 0, 3000, 1000, 2000}, 2, 2, 4, 0.99, 1.0, 301);
+  p.pool_initial_state(302);
+  run_simulated(p, {{1700, 0, 1200, 1000, 0}, {3900, 0, 1200, 1000, 0}}, 2e-2);
+}
+
+TEST_F(GdnDistributedSimulatedGpu, ThreeRanksVarlenPoolUseCpOff) {
+  Problem p({5000, 0, 3000, 1000, 2000}, 2, 2, 4, 0.99, 1.0, 303);
+  p.pool_initial_state(304);
+  p.args.use_cp = gdn::UseCp::kOff;
+  run_simulated(p, {{1700, 0, 1200, 1000, 0}, {3900, 0, 1200, 1000, 0}}, 2e-2);
+}
+
+// Two simulated ranks, one sequence of 2 x 131072 tokens, gates very near 1, packed fp32 state.
+TEST_F(GdnDistributedSimulatedGpu, TwoRanks2x131072GatesNearOne) {
+  Problem p({262144}, 2, 2, 2, 0.9995, 1.0, 305);
+  p.packed_initial_state(306);
+  run_simulated(p, {{131072}}, 2e-2);
+}
+
+// Four simulated ranks with ragged cuts inside 64-token blocks, GQA, no initial state.
+TEST_F(GdnDistributedSimulatedGpu, FourRanksRaggedCutsGqa) {
+  Problem p({9999, 65}, 8, 4, 4, 0.9, 1.0, 307);
+  run_simulated(p, {{2001, 1}, {4097, 30}, {7777, 64}}, 2e-2);
+}
+
 void upload(const DeviceCopy& d, const TensorView& host) {
   FASTINFER_CUDA_CHECK(cudaMemcpy(d.ptr, host.data, static_cast<std::size_t>(host.numel()) * host.element_size(),
                                   cudaMemcpyHostToDevice));
@@ -282,7 +406,6 @@ TEST_F(GdnDistributedGpu, GraphReplayWithNewInputsEqualsEager) {
       eager_b[r] = result();
       FASTINFER_CUDA_CHECK(cudaGraphExecDestroy(exec));
       FASTINFER_CUDA_CHECK(cudaGraphDestroy(graph));
-      FASTINFER_CUDA_CHECK(cudaStreamDestroy(stream));
     } catch (...) {
       errors[r] = std::current_exception();
     }
