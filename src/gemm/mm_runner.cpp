@@ -24,12 +24,12 @@ constexpr std::int64_t kMidMMaxM = 2048;
 // Above this M the small-M kernel re-streams the weight once per 64 tokens: offered only when no
 // large-M tactic can run (a correct fallback, not a fast one).
 constexpr std::int64_t kSmallMMaxM = 256;
-// Default switch-overs: small-M weight streaming up to kMidMFromM, the fused mid-M kernel up to
-// kLargeMFromM, then decode pass + CUTLASS GEMM (first guesses, unmeasured).
+// Default switch-overs (H200 sweep, docs/GEMM.md): small-M streaming up to M = 32; the fused mid-M
+// kernel up to 64, or up to 128 when K >= 8192; above, the large-M path.
 constexpr std::int64_t kMidMFromM = 32;
-constexpr std::int64_t kLargeMFromM = 1024;
-// Shared memory per SM available to CTAs on sm_90 (228 KB less the 1 KB per CTA the model adds).
-constexpr int kSmemPerSm = 233472;
+constexpr std::int64_t kMidMToM = 64;
+constexpr std::int64_t kMidMLongKToM = 128;
+constexpr std::int64_t kMidMLongK = 8192;
 
 }  // namespace
 
@@ -43,18 +43,15 @@ MmRunner::MmRunner(int device, DType out_dtype, std::int64_t n, std::int64_t k, 
       sm_count_(device_info(device).sm_count),
       key_("mm_bf16_fp4", std::string("bf16xnvfp4/v1/out=") + (out_dtype == DType::kFloat16 ? "fp16" : "bf16"),
            {static_cast<std::int64_t>(out_dtype), n, k}, mapper) {
-  for (bool interleave : {false, true})
-    for (const auto& s : kShapes)
-      for (int c : kClusters) {
-        MmTactic t;
-        t.rows_tiles = s[0];
-        t.warps = s[1];
-        t.cluster = c;
-        t.interleave = interleave;
-        t.name = "small_m_r" + std::to_string(s[0]) + "_w" + std::to_string(s[1]) + "_c" + std::to_string(c) +
-                 (interleave ? "_i" : "");
-        tactics_.push_back(t);
-      }
+  for (const auto& s : kShapes)
+    for (int c : kClusters) {
+      MmTactic t;
+      t.rows_tiles = s[0];
+      t.warps = s[1];
+      t.cluster = c;
+      t.name = "small_m_r" + std::to_string(s[0]) + "_w" + std::to_string(s[1]) + "_c" + std::to_string(c);
+      tactics_.push_back(t);
+    }
   for (int tokens : kMidMTokenTiles)
     for (int c : kMidMClusters) {
       MmTactic t;
@@ -129,21 +126,23 @@ std::vector<int> MmRunner::tactics(std::int64_t m) const {
 }
 
 int MmRunner::default_tactic(std::int64_t m) const {
-  if (m > kLargeMFromM) {
-    const int large = default_large_m_tactic(m);
-    if (large >= 0) return large;
-  }
-  if (m > kMidMFromM) {
-    const int mid = default_mid_m_tactic(m);
+  // Ranges from the H200 per-tactic sweep (docs/GEMM.md): weight streaming up to M = 32, the fused
+  // mid-M kernel with 64-token tiles up to 64 (and up to 128 when K is long, where the large-M
+  // decode pass costs most), then decode pass + CUTLASS GEMM.
+  const int large = m > kMidMFromM ? default_large_m_tactic(m) : -1;
+  if (m > kMidMFromM && (large < 0 || m <= kMidMToM || (m <= kMidMLongKToM && k_ >= kMidMLongK))) {
+    // CTAs (one per 128 rows x 64 tokens x K split) capped: <= 112 up to M = 64, <= 132 above.
+    const int mid = default_mid_m_tactic(m, m <= kMidMToM ? 112 : 132);
     if (mid >= 0) return mid;
   }
+  if (large >= 0) return large;
   return default_small_m_tactic(m);
 }
 
 int MmRunner::default_large_m_tactic(std::int64_t m) const {
   // docs/GEMM_LARGE_M.md (H200 table): the wide cooperative tile once it fills the SMs, unless
-  // the last of a few waves is under half full; otherwise 128x128 (or 64x256 for M <= 128 and a
-  // very wide N).
+  // the last of a few waves is under half full; otherwise 128x128 (or 64x256 for M <= 64 and a
+  // very wide N; at M = 128 the 128x128 tile measured 4-8% faster on 28672x4096).
   const double tiles0 = std::ceil(static_cast<double>(m) / 128.0) * std::ceil(static_cast<double>(n_) / 256.0);
   const double waves = tiles0 / sm_count_;
   const double last = waves - std::floor(waves);
@@ -156,25 +155,22 @@ int MmRunner::default_large_m_tactic(std::int64_t m) const {
     if (by_shape[slot] < 0) by_shape[slot] = i;
   }
   if (wide && by_shape[0] >= 0) return by_shape[0];
-  if (m <= 128 && n_ >= 16384 && by_shape[2] >= 0) return by_shape[2];
+  if (m <= 64 && n_ >= 16384 && by_shape[2] >= 0) return by_shape[2];
   if (by_shape[1] >= 0) return by_shape[1];
   for (int v : by_shape)
     if (v >= 0) return v;
   return -1;
 }
 
-int MmRunner::default_mid_m_tactic(std::int64_t m) const {
-  // 64-token tiles up to M = 64, then 128; the smallest cluster that gives two CTAs per SM while
-  // every rank keeps >= 8 k64 chunks (first model, unmeasured).
-  const int tokens = m <= 64 ? 64 : 128;
+int MmRunner::default_mid_m_tactic(std::int64_t m, int max_ctas) const {
+  // 64-token tiles (the sweep never preferred 128 by more than a few percent below M = 256); the
+  // largest cluster (K split) that keeps the CTA count <= max_ctas and >= 8 k64 chunks per rank.
+  const int tokens = m <= 512 ? 64 : 128;
   const int kc_count = static_cast<int>((k_ + kChunkK - 1) / kChunkK);
   const std::int64_t ctas = (n_ + kMidMRows - 1) / kMidMRows * ((m + tokens - 1) / tokens);
   int cluster = 1;
-  for (int c : kMidMClusters) {
-    if (c > 1 && kc_count / c < 8) break;
-    cluster = c;
-    if (ctas * c >= 2 * sm_count_) break;
-  }
+  for (int c : kMidMClusters)
+    if (c == 1 || (ctas * c <= max_ctas && kc_count / c >= 8)) cluster = c;
   for (int i = 0; i < tactic_count(); ++i) {
     const MmTactic& t = tactics_[static_cast<std::size_t>(i)];
     if (t.mid_tokens == tokens && t.cluster == cluster && can_run(t, m)) return i;
@@ -183,27 +179,26 @@ int MmRunner::default_mid_m_tactic(std::int64_t m) const {
 }
 
 int MmRunner::default_small_m_tactic(std::int64_t m) const {
-  // Cost model over the compiled (R, W, C): CTA waves from the shared-memory occupancy (tail
-  // efficiency), pipeline start-up per warp (~2 chunks of latency, amortised over the warp's
-  // chunks) and the cluster reduction (first model; the measured table is in docs/GEMM.md).
+  // Fitted to the H200 sweep (docs/GEMM.md; every cell within 1.13x of the best small-M tactic):
+  // about 1024 streaming warps in total, at least 4 k64 chunks per warp, preferring 4 row tiles per
+  // warp and 8 warps per CTA.
   const int tt = token_tiles(m);
   const int kc_count = static_cast<int>((k_ + kChunkK - 1) / kChunkK);
   int best = -1;
   double best_cost = 1e30;
-  for (int i = 0; i < tactic_count(); ++i) {
-    const MmTactic& t = tactics_[static_cast<std::size_t>(i)];
-    if (t.large_m || t.mid_tokens > 0 || !can_run(t, m)) continue;
-    const int smem = small_m_smem_bytes(t.rows_tiles, tt, t.warps);
-    const int resident = std::max(1, std::min(kSmemPerSm / (smem + 1024), 2048 / (32 * t.warps)));
-    const double rows = static_cast<double>(t.rows_tiles * kTileRows);
-    const double ctas = std::ceil(static_cast<double>(n_) / rows) * t.cluster * std::ceil(static_cast<double>(m) / (8.0 * tt));
-    const double waves = ctas / (static_cast<double>(resident) * sm_count_);
-    const double tail = waves / std::ceil(waves);
-    const double chunks_per_warp = static_cast<double>(kc_count) / (t.cluster * t.warps);
-    const double cost = (1.0 + 2.0 / chunks_per_warp) / tail + 0.02 * t.cluster;
-    if (cost < best_cost) {
-      best_cost = cost;
-      best = i;
+  for (int pass = 0; pass < 2 && best < 0; ++pass) {  // pass 1 drops the chunk rule (tiny K)
+    for (int i = 0; i < tactic_count(); ++i) {
+      const MmTactic& t = tactics_[static_cast<std::size_t>(i)];
+      if (t.large_m || t.mid_tokens > 0 || !can_run(t, m)) continue;
+      const double chunks_per_warp = static_cast<double>(kc_count) / (t.cluster * t.warps);
+      if (pass == 0 && chunks_per_warp < 4.0) continue;
+      const double warps = std::ceil(static_cast<double>(n_) / (t.rows_tiles * kTileRows)) * t.cluster * t.warps *
+                           std::ceil(static_cast<double>(m) / (8.0 * tt));
+      const double cost = std::abs(std::log(warps / 1024.0)) + (t.rows_tiles == 2 ? 0.2 : 0.0) - (t.warps == 8 ? 0.2 : 0.0);
+      if (cost < best_cost) {
+        best_cost = cost;
+        best = i;
+      }
     }
   }
   return best < 0 ? 0 : best;
@@ -241,9 +236,7 @@ void MmRunner::run(const MmCall& call, int tactic, Stream stream) const {
     launch_mid_m(p, t.mid_tokens, t.cluster, device_, call.enable_pdl, stream);
     return;
   }
-  p.warp_interleave = t.interleave;
-  launch_small_m(p, SmallMShape{t.rows_tiles, token_tiles(call.m), t.warps, t.cluster, t.interleave}, device_,
-                 call.enable_pdl, stream);
+  launch_small_m(p, SmallMShape{t.rows_tiles, token_tiles(call.m), t.warps, t.cluster}, device_, call.enable_pdl, stream);
 }
 
 }  // namespace fastinfer::gemm::detail

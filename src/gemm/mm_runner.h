@@ -28,7 +28,6 @@ struct MmTactic {
   bool large_m = false;
   int rows_tiles = 0, warps = 0, cluster = 0;  // small-M shape (token tiles follow from M)
   int mid_tokens = 0;                          // mid-M (fused wgmma) tactic: tokens per CTA, else 0
-  bool interleave = false;                     // small-M: warps take k chunks round-robin
   const LargeMConfig* large = nullptr;         // large-M config
   std::string name;
 };
@@ -51,7 +50,7 @@ class MmRunner {
  private:
   bool can_run(const MmTactic& t, std::int64_t m) const;
   int default_small_m_tactic(std::int64_t m) const;
-  int default_mid_m_tactic(std::int64_t m) const;
+  int default_mid_m_tactic(std::int64_t m, int max_ctas) const;
   int default_large_m_tactic(std::int64_t m) const;
   LargeMParams large_params(const MmCall& call) const;
 

@@ -34,7 +34,6 @@ struct SmallMParams {
   int m = 0, n = 0, k = 0;
   int lda = 0, ldo = 0;
   float alpha_scaled = 1.0f;          // alpha * kDecodeScaleInverse
-  bool warp_interleave = false;       // small-M: warps take the CTA's k chunks round-robin
 };
 
 // One compiled small-M kernel shape: R 16-row tiles per warp, T 8-token tiles, W warps per CTA
@@ -45,7 +44,6 @@ struct SmallMShape {
   int token_tiles;   // T
   int warps;         // W
   int cluster;       // C (runtime launch attribute)
-  bool interleave;   // warps take k chunks round-robin (adjacent tiles in flight together)
 };
 
 // Shared-memory plan of one (R, T, W) kernel, visible to the host heuristic. Each warp streams its

@@ -210,8 +210,9 @@ TEST_F(GemmGpu, DecodeIsExactForEveryCodeAndScale) {
 
 class GemmGpuEntry : public testing::GpuTest, public ::testing::WithParamInterface<int> {};
 
-// The default tactic at M = 16 (small-M streaming) and M = 100 (fused mid-M kernel).
-INSTANTIATE_TEST_SUITE_P(DefaultTactics, GemmGpuEntry, ::testing::Values(16, 100));
+// The default tactic at M = 16 (small-M streaming), 48 (fused mid-M kernel) and 100 (the large-M
+// path when it is built, else the mid-M kernel).
+INSTANTIATE_TEST_SUITE_P(DefaultTactics, GemmGpuEntry, ::testing::Values(16, 48, 100));
 
 TEST_P(GemmGpuEntry, PublicEntryGraphCaptureAndPdl) {
   Problem p(GetParam(), 1024, 512, 99);

@@ -63,29 +63,10 @@ __global__ void __launch_bounds__(W * 32) small_m_kernel(SmallMParams p) {
   const unsigned cluster_rank = cg::this_cluster().block_rank();
   const int row_group = blockIdx.x / cluster_size;     // which kRows rows of N
   const int m0 = blockIdx.y * K::kTokens;
-  // This warp's k chunks: kc_first + kc_stride * i, i < n_chunks. Contiguous slices per warp, or
-  // (warp_interleave) the CTA's slice dealt round-robin so the W warps read W adjacent tiles.
-  int kc_first, kc_stride, n_chunks;
-  if (p.warp_interleave) {
-    const int cta_begin = static_cast<int>(static_cast<long long>(p.kc_count) * cluster_rank / cluster_size);
-    const int cta_end = static_cast<int>(static_cast<long long>(p.kc_count) * (cluster_rank + 1) / cluster_size);
-    kc_first = cta_begin + warp;
-    kc_stride = W;
-    n_chunks = cta_end - kc_first > 0 ? (cta_end - kc_first + W - 1) / W : 0;
-  } else {
-    const int split = cluster_rank * W + warp, splits = cluster_size * W;
-    kc_first = static_cast<int>(static_cast<long long>(p.kc_count) * split / splits);
-    kc_stride = 1;
-    n_chunks = static_cast<int>(static_cast<long long>(p.kc_count) * (split + 1) / splits) - kc_first;
-  }
-  // Interleaved mode also rotates each CTA's starting chunk, so CTAs do not sweep power-of-two
-  // strided addresses in lockstep (DRAM channel camping); the order is fixed, so runs stay bitwise equal.
-  const int rot = (p.warp_interleave && n_chunks > 0) ? static_cast<int>((row_group * 7u + blockIdx.y * 3u) % n_chunks) : 0;
-  auto chunk_of = [&](int i) {
-    int j = i + rot;
-    if (j >= n_chunks) j -= n_chunks;
-    return kc_first + kc_stride * j;
-  };
+  const int split = cluster_rank * W + warp, splits = cluster_size * W;
+  const int kc_begin = static_cast<int>(static_cast<long long>(p.kc_count) * split / splits);
+  const int kc_end = static_cast<int>(static_cast<long long>(p.kc_count) * (split + 1) / splits);
+  const int n_chunks = kc_end - kc_begin;
 
   const unsigned char* tiles = static_cast<const unsigned char*>(p.w_tiles);
   const unsigned char* scales = static_cast<const unsigned char*>(p.w_scales);
@@ -109,14 +90,14 @@ __global__ void __launch_bounds__(W * 32) small_m_kernel(SmallMParams p) {
     unsigned char* st = ring + (i % S) * K::kStageBytes;
 #pragma unroll
     for (int r = 0; r < R; ++r) {
-      const long long tile = static_cast<long long>(nt0 + r) * p.kc_count + chunk_of(i);
+      const long long tile = static_cast<long long>(nt0 + r) * p.kc_count + kc_begin + i;
       cp_async16(st + r * 512 + lane * 16, tiles + tile * 512 + lane * 16);
       if (lane < 4) cp_async16(st + K::kWeightBytes + r * 64 + lane * 16, scales + tile * 64 + lane * 16);
     }
   };
   auto issue_acts = [&](int i) {
     unsigned char* act = ring + (i % S) * K::kStageBytes + K::kWeightBytes + K::kScaleBytes;
-    const int k_chunk = chunk_of(i) * kChunkK;
+    const int k_chunk = (kc_begin + i) * kChunkK;
 #pragma unroll
     for (int tt = 0; tt < T; ++tt)
 #pragma unroll
@@ -166,7 +147,7 @@ __global__ void __launch_bounds__(W * 32) small_m_kernel(SmallMParams p) {
     }
     // Activation fragments: token g, k = chunk*64 + 16j + 4t .. +3 = unit 2j + t/2, half t%2.
     const unsigned char* act = st + K::kWeightBytes + K::kScaleBytes;
-    const int k_chunk = chunk_of(i) * kChunkK;
+    const int k_chunk = (kc_begin + i) * kChunkK;
     uint2 bv[T][4];
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
