@@ -2,9 +2,10 @@
 // The decode kernel launchers, one per (activation dtype, state dtype, lanes per row, rows per
 // thread); defined in kernels/decode_sm90.cuh and instantiated in
 // instantiations/decode_<act>_<state>state.cu (one file per dtype pair keeps each nvcc run short).
-// The (lanes, rows) shapes listed here are the tactics the runner may pick (decode_runner.h):
-// the heuristic's two and their neighbours in the H200 sweep (16 lanes x 8 rows, never faster
-// than 8 x 4 by more than 1% and spilling, was dropped).
+// The shapes listed here are the tactics the runner may pick (decode_runner.h): the heuristic's
+// three (register 16 x 4 with 2 and 4 warps, pipelined 8 x 4 x 8 warps) and their neighbours in
+// the H200 sweeps (16 lanes x 8 rows, never faster than 8 x 4 by more than 1% and spilling, was
+// dropped in session 1; pipelined 8 x 1 x 8 warps x 2 CTAs, 13-120% slower, in session 2).
 // No CUDA headers here.
 #include "fastinfer/context.h"
 #include "fastinfer/dtype.h"
@@ -26,6 +27,9 @@ using DecodeLauncher = void (*)(const DecodeParams&, int warps, Stream);
 // instantiations/decode_<act>_<state>state_pipelined.cu.
 template <DType kAct, DType kState, int kLanesPerRow, int kRowsPerThread, int kConsumerWarps, int kCtasPerSm>
 void launch_decode_pipelined_sm90(const DecodeParams& params, Stream stream);
+
+// The most tokens one stage of the pipelined kernel holds (q, k and v of each).
+inline constexpr int kDecodePipelinedMaxTokens = 8;
 
 using PipelinedDecodeLauncher = void (*)(const DecodeParams&, Stream);
 

@@ -113,14 +113,20 @@ std::vector<DecodeTactic> decode_tactics(DType act, DType state) {
 }
 
 DecodeTactic choose_decode_tactic(DType state, long long batch, int heads_v, int tokens, const DeviceInfo& device) {
-  (void)state;
-  (void)tokens;
-  // H200 sweep (fastinfer_bench gdn_decode, heads 16/32, B 1..512, T 1 and 4, fp32 and bf16
-  // pools; docs/GDN_DECODE.md): 4-warp CTAs of 32 rows, 8 lanes and 4 rows per thread, were the
-  // fastest or within 8% of it from B = 32 up; with fewer state heads than SMs (B = 1), 2 rows per
-  // thread (16-row CTAs, twice as many) were the fastest.
-  if (batch * heads_v >= device.sm_count) return {8, 4, 4};
-  return {8, 2, 4};
+  // From the H200 sweep of session 2 (fastinfer_bench gdn_decode, heads 16/32, B 1..512, T 1 and
+  // 4, fp32 and bf16 pools; table in docs/GDN_DECODE.md).
+  const long long states = batch * heads_v;
+  // fp32 pool, one token: the register kernel streams at ~91% of the copy bandwidth from B = 256;
+  // 16 lanes x 4 rows in 2-warp CTAs was the fastest tactic at every batch from 1 to 512.
+  if (state == DType::kFloat32 && tokens == 1) return {16, 4, 2, 0};
+  // bf16 pools and MTP windows: the pipelined kernel (whole-state tiles, 8 consumer warps, one CTA
+  // per SM) was the fastest from B = 32 (1024 states, ~8 per SM) up: 3-23% over the best register
+  // tactic. Below 4 states per SM (unmeasured between B = 1 and B = 32) too few tiles per CTA
+  // are left to overlap.
+  if (tokens <= kDecodePipelinedMaxTokens && states >= 4LL * device.sm_count) return {8, 4, 8, 1};
+  // Few states (B = 1: within 0.6 us of the best tactic of each case) and windows of more than 8
+  // tokens: 32-row CTAs of 16 lanes per row.
+  return {16, 4, 4, 0};
 }
 
 }  // namespace fastinfer::gdn

@@ -35,7 +35,7 @@
 
 namespace fastinfer::gdn::decode_sm90 {
 
-inline constexpr int kPipelinedMaxTokens = 8;
+inline constexpr int kPipelinedMaxTokens = kDecodePipelinedMaxTokens;
 // Hopper: 228 KB of shared memory per SM, of which 1 KB per CTA is reserved by the system.
 inline constexpr int kSmemPerSm = 228 * 1024;
 inline constexpr int kSmemReservedPerCta = 1024;
