@@ -114,6 +114,7 @@ CpStageView launch_stages(const PrefillArgs& a, const ExecContext& ctx, const Cp
   p.segment_offsets = w.segment_offsets;
   p.segment_sequence = w.segment_sequence;
   p.programmatic_launch = options.programmatic_launch;
+  p.prefetch_blocks = options.prefetch_blocks;
 
   const int input = a.k.dtype == DType::kFloat16 ? 1 : 0;
   kInverse[input](p, ctx.stream);

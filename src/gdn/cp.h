@@ -25,6 +25,7 @@ struct CpOptions {
   std::int64_t max_seqlen = 0;
   std::int64_t chunk_len = 0;  // 0 = the chunk rule of make_cp_plan
   bool programmatic_launch = true;  // PDL between stages 1 -> 2 -> 3 -> 4
+  bool prefetch_blocks = false;     // stage 2 variant that loads the next block behind the current one
   int last_stage = 3;  // run_cp_stages stops after this stage (1-3; benchmarks time the stages)
 };
 

@@ -51,6 +51,7 @@ struct CpStageParams {
   std::int32_t* segment_sequence = nullptr;
 
   bool programmatic_launch = false;  // launch stages 2-3 with programmatic dependent launch
+  bool prefetch_blocks = false;      // stage 2 loads block b + 1 (cp.async) while it computes block b
 };
 
 }  // namespace fastinfer::gdn::detail

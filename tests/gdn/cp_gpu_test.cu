@@ -265,5 +265,23 @@ TEST_F(GdnCpGpu, ProgrammaticLaunchOffGivesTheSameResults) {
   EXPECT_EQ(with.finals, without.finals);
 }
 
+// Stage 2 with the next block prefetched (cp.async behind the current block) computes exactly the
+// same maps: ragged lengths (partial last blocks), no alpha / pool state and the plain variant.
+TEST_F(GdnCpGpu, PrefetchingChunkMapsGiveTheSameBits) {
+  for (int variant = 0; variant < 2; ++variant) {
+    Problem p({2000, 77, 0, 1100}, 2, 2, 4, 0.99, 1.0, 71 + variant, variant ? DType::kFloat16 : DType::kBFloat16);
+    if (variant) p.pool_initial_state(73), p.args.alpha.reset();
+    DeviceProblem d(p);
+    const auto plain = run_stages(p, d, {.max_seqlen = 2000, .chunk_len = 320});
+    const auto prefetched = run_stages(p, d, {.max_seqlen = 2000, .chunk_len = 320, .prefetch_blocks = true});
+    EXPECT_EQ(plain.m, prefetched.m) << variant;
+    EXPECT_EQ(plain.b, prefetched.b) << variant;
+    EXPECT_EQ(plain.finals, prefetched.finals) << variant;
+    double norm = 0;
+    for (double x : prefetched.m) norm += std::isfinite(x) ? x * x : 0;
+    EXPECT_GT(norm, 1.0);
+  }
+}
+
 }  // namespace
 }  // namespace fastinfer

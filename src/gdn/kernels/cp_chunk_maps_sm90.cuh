@@ -21,7 +21,7 @@ namespace fastinfer::gdn::detail::cp {
 
 inline constexpr int kMapThreads = 256;
 
-template <class E>
+template <class E, bool kPrefetch>
 struct ChunkMapsSmem {
   // Paddings keep the MMA fragment loads bank-conflict free (rows 144 B / 272 B apart).
   alignas(16) E k[kC][kD + 8];      // K, [token][dim] (B operands via ldmatrix.trans)
@@ -32,6 +32,10 @@ struct ChunkMapsSmem {
   alignas(16) E a[2][kC][kD + 8];    // A = T K, [token][dim], hi and lo
   alignas(16) float ud_t[kD][kC + 1];  // Ud transposed, fp32
   float gates[kC], beta[kC];
+  // kPrefetch: the next block's K and V rows as loaded (cp.async behind the current block's work).
+  alignas(16) E k_raw[kPrefetch ? kC : 1][kD];
+  alignas(16) E v_raw[kPrefetch ? kC : 1][kD];
+  float alpha_raw[kPrefetch ? kC : 1], beta_raw[kPrefetch ? kC : 1];  // its gates (cp.async, 4 bytes)
 };
 
 // The m16n8k16 A fragment of two adjacent 16x8 fp32 C tiles (k columns 0-7 in `left`, 8-15 in
@@ -50,12 +54,14 @@ __device__ inline void split_a_fragment(const float (&left)[4], const float (&ri
   split(right[2], right[3], hi[3], lo[3]);
 }
 
-template <CpInputType kInput>
+// kPrefetch: block b + 1's Tinv, K, V (cp.async) and gates (registers) are loaded while block b
+// is computed, instead of one exposed memory round trip at the top of every block.
+template <CpInputType kInput, bool kPrefetch>
 __global__ void __launch_bounds__(kMapThreads, 1) chunk_maps_kernel(const CpStageParams p) {
   using In = Input<kInput>;
   using E = typename In::T;
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  auto& s = *reinterpret_cast<ChunkMapsSmem<E>*>(smem_raw);
+  auto& s = *reinterpret_cast<ChunkMapsSmem<E, kPrefetch>*>(smem_raw);
 
   const int chunk = blockIdx.x, h = blockIdx.y, n = blockIdx.z;
   wait_for_previous_stage();
@@ -87,29 +93,68 @@ __global__ void __launch_bounds__(kMapThreads, 1) chunk_maps_kernel(const CpStag
   const E* v_head = static_cast<const E*>(p.v) + static_cast<std::int64_t>(hv) * p.v_stride_head;
   const int blocks_per_chunk = p.chunk_len / kC;
 
-  for (int blk = 0; c0 + static_cast<std::int64_t>(blk) * kC < chunk_end; ++blk) {
-    const std::int64_t t0 = c0 + static_cast<std::int64_t>(blk) * kC;
-    const int len = static_cast<int>((chunk_end - t0 < kC ? chunk_end - t0 : kC));
-    __syncthreads();  // the previous block's shared data is no longer read
+  // Asynchronous loads of block blk: Tinv always; K and V rows into the staging tiles when
+  // prefetching (8-byte pieces, the alignment the register path needs too).
+  auto issue_block_copies = [&](int blk) {
     const float* tinv = p.block_inverse + ((static_cast<std::int64_t>(n) * p.blocks_per_seq +
                                             static_cast<std::int64_t>(chunk) * blocks_per_chunk + blk) *
                                                p.num_state_heads + h) * kC * kC;
-    // All global loads of the block first (one round trip), then the shared-memory layouts.
-    BlockRowsFetch<In, kMapThreads / 32> k_fetch, v_fetch;
-    BlockGatesFetch gate_fetch;
 #pragma unroll
     for (int i = 0; i < kC * kC / 4 / kMapThreads; ++i) {
       const int q = threadIdx.x + i * kMapThreads;
       cute::SM80_CP_ASYNC_CACHEALWAYS<cute::uint128_t>::copy(reinterpret_cast<const cute::uint128_t*>(tinv)[q],
                                                             reinterpret_cast<cute::uint128_t*>(s.tinv)[q]);
     }
+    if constexpr (kPrefetch) {
+      const std::int64_t t0 = c0 + static_cast<std::int64_t>(blk) * kC;
+      const int len = static_cast<int>((chunk_end - t0 < kC ? chunk_end - t0 : kC));
+      const int t = threadIdx.x;
+      if (t < kC) {  // gates (registers would stay live through the block's work)
+        const std::int64_t tok = t0 + t;
+        if (t < len && p.alpha) cute::SM80_CP_ASYNC_CACHEALWAYS<float>::copy(p.alpha[tok * p.alpha_stride_token + h], s.alpha_raw[t]);
+        else s.alpha_raw[t] = 1.f;
+        if (t < len && p.beta) cute::SM80_CP_ASYNC_CACHEALWAYS<float>::copy(p.beta[tok * p.beta_stride_token + h], s.beta_raw[t]);
+        else s.beta_raw[t] = t < len ? 1.f : 0.f;
+      }
+#pragma unroll 1
+      for (int i = 0; i < kC * kD / 4 / kMapThreads; ++i) {  // not unrolled: registers are short here
+        const int q = threadIdx.x + i * kMapThreads, r = q / (kD / 4), c = (q % (kD / 4)) * 4;
+        if (r < len) {
+          cute::SM80_CP_ASYNC_CACHEALWAYS<std::uint64_t>::copy(
+              *reinterpret_cast<const std::uint64_t*>(k_head + (t0 + r) * p.k_stride_token + c),
+              *reinterpret_cast<std::uint64_t*>(&s.k_raw[r][c]));
+          cute::SM80_CP_ASYNC_CACHEALWAYS<std::uint64_t>::copy(
+              *reinterpret_cast<const std::uint64_t*>(v_head + (t0 + r) * p.v_stride_token + c),
+              *reinterpret_cast<std::uint64_t*>(&s.v_raw[r][c]));
+        }
+      }
+    }
     cute::cp_async_fence();
-    k_fetch.fetch(k_head, p.k_stride_token, t0, len, warp, lane);
-    v_fetch.fetch(v_head, p.v_stride_token, t0, len, warp, lane);
-    gate_fetch.fetch(p, t0, len, h);
+  };
+
+  if constexpr (kPrefetch) issue_block_copies(0);
+  for (int blk = 0; c0 + static_cast<std::int64_t>(blk) * kC < chunk_end; ++blk) {
+    const std::int64_t t0 = c0 + static_cast<std::int64_t>(blk) * kC;
+    const int len = static_cast<int>((chunk_end - t0 < kC ? chunk_end - t0 : kC));
+    __syncthreads();  // the previous block's shared data is no longer read
+    BlockRowsFetch<In, kMapThreads / 32> k_fetch, v_fetch;
+    BlockGatesFetch gate_fetch;
+    if constexpr (kPrefetch) {
+      cute::cp_async_wait<0>();
+      __syncthreads();  // every thread's staged rows, gates and Tinv are visible
+      k_fetch.fetch_shared(&s.k_raw[0][0], len, warp, lane);
+      v_fetch.fetch_shared(&s.v_raw[0][0], len, warp, lane);
+      if (threadIdx.x < kC) gate_fetch.alpha = s.alpha_raw[threadIdx.x], gate_fetch.beta = s.beta_raw[threadIdx.x];
+    } else {
+      // All global loads of the block first (one round trip), then the shared-memory layouts.
+      issue_block_copies(blk);
+      k_fetch.fetch(k_head, p.k_stride_token, t0, len, warp, lane);
+      v_fetch.fetch(v_head, p.v_stride_token, t0, len, warp, lane);
+      gate_fetch.fetch(p, t0, len, h);
+    }
     k_fetch.store(p.use_qk_l2norm, warp, lane, [&](int r, int c, float x) { s.k[r][c] = In::from_float(x); });
     v_fetch.store(false, warp, lane, [&](int r, int c, float x) { s.v[r][c] = In::from_float(x); });
-    cute::cp_async_wait<0>();
+    if constexpr (!kPrefetch) cute::cp_async_wait<0>();
     gate_fetch.finish(s.gates, s.beta);  // synchronises (the staged Tinv is visible after it)
     const float g_last = s.gates[kC - 1];
     for (int idx = threadIdx.x; idx < kC * kC; idx += kMapThreads) {
@@ -122,6 +167,10 @@ __global__ void __launch_bounds__(kMapThreads, 1) chunk_maps_kernel(const CpStag
       s.t_v[1][r][j] = In::from_float(t_gated - In::to_float(s.t_v[0][r][j]));
     }
     __syncthreads();
+    // Tinv and the staging tiles are consumed: load the next block behind this one's work.
+    if constexpr (kPrefetch)
+      if (t0 + kC < chunk_end) issue_block_copies(blk + 1);
+    __syncwarp();  // keeps the copies apart from the products (without it the prefetch variant spills)
 
     // A = T K (warps 0-3) and Ud = T diag(exp(gL - G)) V (warps 4-7); warp owns 16 token rows.
     // T is a hi + lo pair, K and V are exact: two products into one fp32 accumulator.
@@ -237,10 +286,10 @@ __global__ void __launch_bounds__(kMapThreads, 1) chunk_maps_kernel(const CpStag
       }
 }
 
-template <CpInputType kInput>
-void launch_cp_chunk_maps(const CpStageParams& params, cudaStream_t stream) {
+template <CpInputType kInput, bool kPrefetch>
+void launch_chunk_maps_variant(const CpStageParams& params, cudaStream_t stream) {
   using E = typename Input<kInput>::T;
-  constexpr std::size_t smem = sizeof(ChunkMapsSmem<E>);
+  constexpr std::size_t smem = sizeof(ChunkMapsSmem<E, kPrefetch>);
   static_assert(smem <= 227 * 1024, "chunk-map stage exceeds Hopper shared memory");
   // Opting in to > 48 KiB is per device; done once per process for the devices we meet.
   static const bool configured = [] {
@@ -250,7 +299,7 @@ void launch_cp_chunk_maps(const CpStageParams& params, cudaStream_t stream) {
     FASTINFER_CUDA_CHECK(cudaGetDevice(&current));
     for (int d = 0; d < count; ++d) {
       FASTINFER_CUDA_CHECK(cudaSetDevice(d));
-      FASTINFER_CUDA_CHECK(cudaFuncSetAttribute(chunk_maps_kernel<kInput>,
+      FASTINFER_CUDA_CHECK(cudaFuncSetAttribute(chunk_maps_kernel<kInput, kPrefetch>,
                                                 cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
     }
     FASTINFER_CUDA_CHECK(cudaSetDevice(current));
@@ -258,7 +307,14 @@ void launch_cp_chunk_maps(const CpStageParams& params, cudaStream_t stream) {
   }();
   (void)configured;
   const dim3 grid(params.chunks_per_seq, params.num_state_heads, params.num_seqs);
-  launch_stage(chunk_maps_kernel<kInput>, grid, dim3(kMapThreads), smem, stream, params.programmatic_launch, params);
+  launch_stage(chunk_maps_kernel<kInput, kPrefetch>, grid, dim3(kMapThreads), smem, stream, params.programmatic_launch,
+               params);
+}
+
+template <CpInputType kInput>
+void launch_cp_chunk_maps(const CpStageParams& params, cudaStream_t stream) {
+  if (params.prefetch_blocks) launch_chunk_maps_variant<kInput, true>(params, stream);
+  else launch_chunk_maps_variant<kInput, false>(params, stream);
 }
 
 }  // namespace fastinfer::gdn::detail::cp

@@ -98,6 +98,15 @@ struct BlockRowsFetch {
     }
   }
 
+  // The same rows from a [64][128] shared-memory staging tile (rows >= len read as zeros).
+  __device__ void fetch_shared(const typename In::T* tile, int len, int warp, int lane) {
+#pragma unroll
+    for (int i = 0; i < kRows; ++i) {
+      const int r = warp + i * kWarps;
+      raw[i] = r < len ? *reinterpret_cast<const uint2*>(tile + r * kD + lane * 4) : make_uint2(0u, 0u);
+    }
+  }
+
   template <class Store>
   __device__ void store(bool normalise, int warp, int lane, Store store) const {
 #pragma unroll
