@@ -163,8 +163,9 @@ int MmRunner::default_large_m_tactic(std::int64_t m) const {
 }
 
 int MmRunner::default_mid_m_tactic(std::int64_t m, int max_ctas) const {
-  // 64-token tiles (the sweep never preferred 128 by more than a few percent below M = 256); the
-  // largest cluster (K split) that keeps the CTA count <= max_ctas and >= 8 k64 chunks per rank.
+  // 64-token tiles in the ranges the default uses (the best mid-M tile in every such cell of the
+  // sweep), 128 only as the no-large-M fallback above M = 512; the largest cluster (K split) that
+  // keeps the CTA count <= max_ctas and >= 8 k64 chunks per rank.
   const int tokens = m <= 512 ? 64 : 128;
   const int kc_count = static_cast<int>((k_ + kChunkK - 1) / kChunkK);
   const std::int64_t ctas = (n_ + kMidMRows - 1) / kMidMRows * ((m + tokens - 1) / tokens);
@@ -179,7 +180,7 @@ int MmRunner::default_mid_m_tactic(std::int64_t m, int max_ctas) const {
 }
 
 int MmRunner::default_small_m_tactic(std::int64_t m) const {
-  // Fitted to the H200 sweep (docs/GEMM.md; every cell within 1.13x of the best small-M tactic):
+  // Fitted to the H200 sweep (docs/GEMM.md; every cell within 1.12x of the best small-M tactic):
   // about 1024 streaming warps in total, at least 4 k64 chunks per warp, preferring 4 row tiles per
   // warp and 8 warps per CTA.
   const int tt = token_tiles(m);
