@@ -8,6 +8,7 @@
 // Only the producer's 128 threads take part; they synchronise with named barrier 1.
 #include <cstdint>
 
+#include "gdn/kernels/prefill_fast_inverse.cuh"
 #include "gdn/kernels/prefill_fast_layout.cuh"
 #include "gdn/kernels/prefill_fast_primitives.cuh"
 #include "gdn/prefill_params.h"
@@ -190,46 +191,23 @@ __device__ __forceinline__ void compute_a0_and_p(unsigned char* stage, float* a0
     }
 }
 
-// (I + A)^-1 of the strictly lower 64x64 fp32 tile `a` by the producer's 128 threads: the four
-// 16x16 diagonal blocks by forward substitution (one column per thread), then the block rows
-// below by block forward substitution X[bi][bj] = -X[bi][bi] sum_{bk=bj}^{bi-1} A[bi][bk] X[bk][bj].
-// Only the lower blocks of `inverse` are written. Ends with a producer barrier.
+// (I + A)^-1 of the strictly lower 64x64 fp32 tile `a` (prefill_fast_inverse.cuh); only the
+// lower blocks of `inverse` are written. Ends with a producer barrier.
 __device__ __forceinline__ void invert_unit_lower(const float* a, float* inverse, float* scratch, int ptid) {
-  constexpr int kSize = 64, kBlock = 16, kPitch = FastConfig::kPitchF, kThreads = FastConfig::kProducerThreads;
-  if (ptid < kSize) {
-    const int b = ptid / kBlock, c = ptid % kBlock;
-    const float* a_bb = a + kBlock * b * (kPitch + 1);
-    float* inv_bb = inverse + kBlock * b * (kPitch + 1);
-    float x[kBlock];
-#pragma unroll
-    for (int i = 0; i < kBlock; ++i) {
-      float s = i == c ? 1.0f : 0.0f;  // x[j] == 0 for j < c, so the sum needs no guard
-#pragma unroll
-      for (int j = 0; j < i; ++j) s -= a_bb[i * kPitch + j] * x[j];
-      x[i] = s;
-      inv_bb[i * kPitch + c] = s;
-    }
-  }
+  FastInverse::diagonal(a, inverse, ptid);
   producer_sync();
-  for (int bi = 1; bi < kSize / kBlock; ++bi) {
-    const int count = bi * kBlock * kBlock;
-    for (int e = ptid; e < count; e += kThreads) {
-      const int bj = e / (kBlock * kBlock), r = e / kBlock % kBlock, c = e % kBlock;
-      const float* a_row = a + (kBlock * bi + r) * kPitch;
-      float s = 0.0f;
-      for (int kk = kBlock * bj; kk < kBlock * bi; ++kk) s += a_row[kk] * inverse[kk * kPitch + kBlock * bj + c];
-      scratch[r * 3 * kBlock + kBlock * bj + c] = s;
-    }
-    producer_sync();
-    for (int e = ptid; e < count; e += kThreads) {
-      const int bj = e / (kBlock * kBlock), r = e / kBlock % kBlock, c = e % kBlock;
-      const float* d_row = inverse + (kBlock * bi + r) * kPitch + kBlock * bi;
-      float s = 0.0f;
-      for (int m = 0; m <= r; ++m) s -= d_row[m] * scratch[m * 3 * kBlock + kBlock * bj + c];
-      inverse[(kBlock * bi + r) * kPitch + kBlock * bj + c] = s;
-    }
-    producer_sync();
-  }
+  FastInverse::partial<1>(a, inverse, scratch, ptid);
+  producer_sync();
+  FastInverse::apply<1>(inverse, scratch, ptid);
+  producer_sync();
+  FastInverse::partial<2>(a, inverse, scratch, ptid);
+  producer_sync();
+  FastInverse::apply<2>(inverse, scratch, ptid);
+  producer_sync();
+  FastInverse::partial<3>(a, inverse, scratch, ptid);
+  producer_sync();
+  FastInverse::apply<3>(inverse, scratch, ptid);
+  producer_sync();
 }
 
 // Phase 1 of a chunk whose loads were issued earlier: wait for them, gates, L2 norm, e^G,
