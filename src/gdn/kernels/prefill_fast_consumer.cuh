@@ -71,6 +71,25 @@ __device__ __forceinline__ void pack_as_a(std::uint32_t (&a)[4][4], const float 
   }
 }
 
+// The same, split into a rounded high part and the rounded remainder (hi + lo carries about 16
+// mantissa bits): the state-update operand, whose rounding error the state accumulates.
+template <InputType kType>
+__device__ __forceinline__ void pack_as_a_split(std::uint32_t (&hi)[4][4], std::uint32_t (&lo)[4][4],
+                                                const float (&acc)[8][4], const float* col_scale, int quad) {
+#pragma unroll
+  for (int n = 0; n < 8; ++n) {
+    const float s0 = col_scale[8 * n + 2 * quad], s1 = col_scale[8 * n + 2 * quad + 1];
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const float x0 = acc[n][2 * half] * s0, x1 = acc[n][2 * half + 1] * s1;
+      const std::uint32_t h = pack_pair<kType>(x0, x1);
+      const float2 hf = unpack_pair<kType>(h);
+      hi[n / 2][2 * (n % 2) + half] = h;
+      lo[n / 2][2 * (n % 2) + half] = pack_pair<kType>(x0 - hf.x, x1 - hf.y);
+    }
+  }
+}
+
 struct ChunkOutput {
   void* rows;  // output row of the chunk's first token, this head
   std::int64_t stride_token;
@@ -115,11 +134,11 @@ __device__ __forceinline__ void consume_chunk(StateFragment& state, const unsign
     }
   }
   // U^T = X^T T_g^T, kept as A fragments: plain (for O) and decayed to the chunk end (for S).
-  std::uint32_t ua[4][4], uda[4][4];
+  std::uint32_t ua[4][4], uda[4][4], uda_lo[4][4];
   zero(acc);
   times_lower_transposed<kType>(acc, xa, t_gated, lane);
   pack_as_a<kType>(ua, acc, nullptr, quad);
-  pack_as_a<kType>(uda, acc, gates + FastGates::kDecayToEnd, quad);
+  pack_as_a_split<kType>(uda, uda_lo, acc, gates + FastGates::kDecayToEnd, quad);
 
   // O^T = (S Q^T) diag(e^G) + U^T P^T, staged as O[t][v] in this warp's 16 columns of the
   // output tile, then copied out row by row (32 bytes per row and warp).
@@ -146,8 +165,10 @@ __device__ __forceinline__ void consume_chunk(StateFragment& state, const unsign
           *reinterpret_cast<const uint4*>(out_tile + t * Cfg::kPitchD + col);
   }
 
-  // S = e^{G_63} S + U_d^T K: B = K[t][d] as [k][n] through ldmatrix.trans (matrix mat covers
-  // t +8 (mat % 2), d +8 (mat / 2)). Blocks of 16 padded tokens are skipped (their U is 0).
+  // S = e^{G_63} S + U_d^T K with U_d = hi + lo (the bf16 final-state error of a single rounded
+  // U_d exceeded FlashInfer's state tolerance, docs/GDN_PREFILL.md "Known gap"): B = K[t][d] as
+  // [k][n] through ldmatrix.trans (matrix mat covers t +8 (mat % 2), d +8 (mat / 2)), shared by
+  // both products. Blocks of 16 padded tokens are skipped (their U is 0).
   const float decay = exp_g[Cfg::kChunk - 1];
 #pragma unroll
   for (int n = 0; n < kStateTiles; ++n)
@@ -162,6 +183,7 @@ __device__ __forceinline__ void consume_chunk(StateFragment& state, const unsign
         std::uint32_t b[4];
         ldmatrix_x4_trans(b, smem_address(k_base + 16 * kb * Cfg::kPitchD + 16 * np));
         mma_pair<kType>(state[2 * np], state[2 * np + 1], uda[kb], b);
+        mma_pair<kType>(state[2 * np], state[2 * np + 1], uda_lo[kb], b);
       }
     }
   }
