@@ -84,6 +84,8 @@ nlohmann::json run_gdn_prefill_fast(const BenchOptions& options) {
     gdn::run_prefill_fast(args[0], nullptr, 0, profile_buffer.as<unsigned long long>());
     gdn::FastProfile prof{};
     FASTINFER_CUDA_CHECK(cudaMemcpy(&prof, profile_buffer.get(), sizeof prof, cudaMemcpyDeviceToHost));
+    prof.producer_prepare = prof.prepare_load_wait + prof.prepare_gates_norm + prof.prepare_products;
+    prof.producer_finish = prof.finish_inverse + prof.finish_t_gated;
     const double pc = prof.producer_chunks ? static_cast<double>(prof.producer_chunks) : 1.0;
     const double cc = prof.consumer_chunks ? static_cast<double>(prof.consumer_chunks) : 1.0;
     std::printf("  cycles/chunk (CTA 0, %llu chunks): producer prepare %.0f wait %.0f issue %.0f finish %.0f other %.0f | "
@@ -91,6 +93,9 @@ nlohmann::json run_gdn_prefill_fast(const BenchOptions& options) {
                 prof.consumer_chunks, prof.producer_prepare / pc, prof.producer_wait / pc, prof.producer_issue / pc,
                 prof.producer_finish / pc, prof.producer_other / pc, prof.consumer_wait / cc, prof.consumer_compute / cc,
                 prof.consumer_other / cc);
+    std::printf("    prepare = load wait %.0f + gates/L2 norm %.0f + A0/P %.0f; finish = inverse %.0f + T_g %.0f\n",
+                prof.prepare_load_wait / pc, prof.prepare_gates_norm / pc, prof.prepare_products / pc,
+                prof.finish_inverse / pc, prof.finish_t_gated / pc);
     const double flops = 4.0 * T * s.hv * D * D;
     const double tflops = flops / (new_ms * 1e-3) / 1e12;
     const double floor = floor_ms(static_cast<double>(bytes), flops);
@@ -106,7 +111,10 @@ nlohmann::json run_gdn_prefill_fast(const BenchOptions& options) {
                      {{"producer_prepare", prof.producer_prepare / pc}, {"producer_wait", prof.producer_wait / pc},
                       {"producer_issue", prof.producer_issue / pc}, {"producer_finish", prof.producer_finish / pc},
                       {"consumer_wait", prof.consumer_wait / cc}, {"consumer_compute", prof.consumer_compute / cc},
-                      {"consumer_other", prof.consumer_other / cc}}}});
+                      {"consumer_other", prof.consumer_other / cc},
+                      {"prepare_load_wait", prof.prepare_load_wait / pc}, {"prepare_gates_norm", prof.prepare_gates_norm / pc},
+                      {"prepare_products", prof.prepare_products / pc}, {"finish_inverse", prof.finish_inverse / pc},
+                      {"finish_t_gated", prof.finish_t_gated / pc}}}});
   }
   return rows;
 }

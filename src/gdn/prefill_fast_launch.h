@@ -21,14 +21,17 @@ void prepare_prefill_fast();
 // producer prepare (wait loads, gates, L2 norm, A0, P), wait for a free stage, issue next loads,
 // finish (inverse, T_g), other; its chunk count; consumer wait for a full stage, compute, other
 // (state loads/stores, checkpoints), its chunk count.
+// prepare = prepare_load_wait + prepare_gates_norm + prepare_products and finish =
+// finish_inverse + finish_t_gated are left zero by the kernel (the host adds them up).
 struct FastProfile {
   unsigned long long producer_prepare, producer_wait, producer_issue, producer_finish, producer_other, producer_chunks;
   unsigned long long consumer_wait, consumer_compute, consumer_other, consumer_chunks;
+  unsigned long long prepare_load_wait, prepare_gates_norm, prepare_products, finish_inverse, finish_t_gated;
 };
 
 // A persistent grid of min(N * Hsab, ctas) CTAs (ctas: the SM count; one CTA per SM fits);
 // asynchronous on `stream`. The context-parallel hooks of PrefillParams must be unset.
-// `profile`: nullptr, or a device FastProfile (as unsigned long long[10]) to fill.
+// `profile`: nullptr, or a zeroed device FastProfile (as unsigned long long[15]) to add to.
 template <InputType kType>
 void launch_prefill_fast(const PrefillParams& params, int ctas, Stream stream, unsigned long long* profile = nullptr);
 

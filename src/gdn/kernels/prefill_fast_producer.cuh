@@ -11,6 +11,7 @@
 #include "gdn/kernels/prefill_fast_inverse.cuh"
 #include "gdn/kernels/prefill_fast_layout.cuh"
 #include "gdn/kernels/prefill_fast_primitives.cuh"
+#include "gdn/kernels/prefill_fast_profile.cuh"
 #include "gdn/prefill_params.h"
 
 namespace fastinfer::gdn::kernels::fast {
@@ -214,19 +215,21 @@ __device__ __forceinline__ void invert_unit_lower(const float* a, float* inverse
 // A0 and P. Ends with a producer barrier (A0 complete).
 template <InputType kType>
 __device__ __forceinline__ void prepare_chunk(const PrefillParams& p, int len, unsigned char* stage, unsigned char* smem,
-                                              int ptid) {
+                                              int ptid, PhaseTimer& timer) {
   using Cfg = FastConfig;
   using Element = typename Operand<kType>::Element;
   const int pwarp = ptid / 32, lane = ptid % 32;
   float* gates = reinterpret_cast<float*>(stage + FastSmem::kGates);
   cp_async_wait_all();
   producer_sync();
+  timer.tick(kPrepareLoadWait);
   if (pwarp == 0) compute_gates(p, len, gates, lane);
   if (p.use_qk_l2norm) {
     l2_normalise_rows<kType>(reinterpret_cast<Element*>(stage + FastSmem::kQ), len, pwarp, lane);
     l2_normalise_rows<kType>(reinterpret_cast<Element*>(stage + FastSmem::kK), len, pwarp, lane);
   }
   producer_sync();
+  timer.tick(kPrepareGatesNorm);
   if (ptid < Cfg::kChunk) {
     const float g = gates[FastGates::kG + ptid];
     gates[FastGates::kExpG + ptid] = __expf(g);
@@ -234,12 +237,13 @@ __device__ __forceinline__ void prepare_chunk(const PrefillParams& p, int len, u
   }
   compute_a0_and_p<kType>(stage, reinterpret_cast<float*>(smem + FastSmem::kA0), pwarp, lane);
   producer_sync();
+  timer.tick(kPrepareProducts);
 }
 
 // Phase 2: T = (I + A0)^-1 and T_g into the stage. The caller then arrives on the stage's full
 // barrier (each thread's writes are released by its own arrival).
 template <InputType kType>
-__device__ __forceinline__ void finish_chunk(unsigned char* stage, unsigned char* smem, int ptid) {
+__device__ __forceinline__ void finish_chunk(unsigned char* stage, unsigned char* smem, int ptid, PhaseTimer& timer) {
   using Cfg = FastConfig;
   using Op = Operand<kType>;
   using Element = typename Op::Element;
@@ -247,6 +251,7 @@ __device__ __forceinline__ void finish_chunk(unsigned char* stage, unsigned char
   float* inverse = reinterpret_cast<float*>(smem + FastSmem::kInverse);
   invert_unit_lower(reinterpret_cast<const float*>(smem + FastSmem::kA0), inverse,
                     reinterpret_cast<float*>(smem + FastSmem::kScratch), ptid);
+  timer.tick(kFinishInverse);
   Element* t_gated = reinterpret_cast<Element*>(stage + FastSmem::kTGated);
   for (int i = ptid; i < Cfg::kChunk * Cfg::kChunk; i += Cfg::kProducerThreads) {
     const int t = i / Cfg::kChunk, j = i % Cfg::kChunk;
@@ -256,6 +261,7 @@ __device__ __forceinline__ void finish_chunk(unsigned char* stage, unsigned char
               __expf(gates[FastGates::kG + t] - gates[FastGates::kG + j]);
     t_gated[t * Cfg::kPitchC + j] = Op::round(value);
   }
+  timer.tick(kFinishTGated);
 }
 
 }  // namespace fastinfer::gdn::kernels::fast

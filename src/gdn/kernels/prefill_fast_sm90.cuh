@@ -17,6 +17,7 @@
 #include "gdn/kernels/prefill_fast_layout.cuh"
 #include "gdn/kernels/prefill_fast_primitives.cuh"
 #include "gdn/kernels/prefill_fast_producer.cuh"
+#include "gdn/kernels/prefill_fast_profile.cuh"
 #include "gdn/kernels/prefill_state_io.cuh"
 #include "gdn/prefill_params.h"
 
@@ -42,30 +43,6 @@ struct WorkItem {
   __device__ __forceinline__ int chunk_len(std::int64_t token0) const {
     return static_cast<int>(eos - token0 < FastConfig::kChunk ? eos - token0 : FastConfig::kChunk);
   }
-};
-
-// Optional phase timing of CTA 0 (benchmarks): clock64 cycles summed over its chunks straight
-// into the profile buffer (no registers held), by one producer and one consumer thread. Slots:
-// the FastProfile fields of prefill_fast_launch.h.
-struct PhaseTimer {
-  unsigned long long* profile;
-  long long start = 0;
-  __device__ __forceinline__ PhaseTimer(unsigned long long* buffer, bool lead)
-      : profile(buffer != nullptr && blockIdx.x == 0 && lead ? buffer : nullptr) {}
-  __device__ __forceinline__ void tick(int slot) {
-    if (profile != nullptr) {
-      const long long now = clock64();
-      if (start != 0) profile[slot] += static_cast<unsigned long long>(now - start);
-      start = now;
-    }
-  }
-  __device__ __forceinline__ void count(int slot) {
-    if (profile != nullptr) profile[slot] += 1;
-  }
-};
-enum ProfileSlot : int {
-  kProducerPrepare, kProducerWait, kProducerIssue, kProducerFinish, kProducerOther, kProducerChunks,
-  kConsumerWait, kConsumerCompute, kConsumerOther, kConsumerChunks
 };
 
 // The producer's walk over this CTA's chunks (the consumers walk the same sequence with loops).
@@ -126,8 +103,7 @@ __device__ void run_producer(const PrefillParams& p, unsigned char* smem, std::u
   for (; cur.valid; ++n) {
     unsigned char* stage = smem + (n % kStages) * FastSmem::kStageBytes;
     timer.tick(kProducerOther);
-    prepare_chunk<kType>(p, cur.w.chunk_len(cur.token0), stage, smem, ptid);
-    timer.tick(kProducerPrepare);
+    prepare_chunk<kType>(p, cur.w.chunk_len(cur.token0), stage, smem, ptid, timer);
     ChunkCursor next = cur;
     next.advance(p);
     if (next.valid) {
@@ -137,9 +113,8 @@ __device__ void run_producer(const PrefillParams& p, unsigned char* smem, std::u
       issue_tile_loads<Element>(smem + (m % kStages) * FastSmem::kStageBytes, chunk_source<Element>(p, next), p, ptid);
     }
     timer.tick(kProducerIssue);
-    finish_chunk<kType>(stage, smem, ptid);
+    finish_chunk<kType>(stage, smem, ptid, timer);
     mbarrier_arrive(&full[n % kStages]);
-    timer.tick(kProducerFinish);
     timer.count(kProducerChunks);
     cur = next;
   }
