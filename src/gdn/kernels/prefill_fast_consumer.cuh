@@ -3,7 +3,7 @@
 // one chunk, written in the transposed ("state row") domain so that each warp works on its own
 // 16 state rows v = 16w .. 16w+15 without any CTA barrier:
 //   X^T = V^T - (S K^T) diag(e^G)            (S from registers as the A operand)
-//   U^T = X^T T_g^T
+//   U^T = X^T T_g^T                          (X and T_g as rounded hi + lo pairs)
 //   O^T = (S Q^T) diag(e^G) + U^T P^T,       out = scale O
 //   S   = e^{G_63} S + (U^T diag(e^{G_63 - G})) K
 // The accumulator of one product is re-packed in registers as the A operand of the next (the
@@ -113,8 +113,9 @@ __device__ __forceinline__ void consume_chunk(StateFragment& state, const unsign
   const float* exp_g = gates + FastGates::kExpG;
   const int g = lane / 4, quad = lane % 4, mat = lane / 8, row = lane % 8;
 
+  const Element* t_gated_lo = reinterpret_cast<const Element*>(stage + FastSmem::kTGatedLo);
   float acc[8][4];
-  std::uint32_t xa[4][4];
+  std::uint32_t xa[4][4], xa_lo[4][4];  // X^T as a rounded pair hi + lo
   // X^T = V^T - (S K^T) diag(e^G); V^T pairs come from V[t][v] with ldmatrix.trans: matrix mat
   // covers t +8 (mat / 2), v +8 (mat % 2), which is the A layout of the 16x16 block (v, t).
   state_times_rows<kType>(acc, state, k, lane);
@@ -129,14 +130,20 @@ __device__ __forceinline__ void consume_chunk(StateFragment& state, const unsign
         const int n = 2 * kb + i / 2, c = 2 * (i % 2);  // vt[i]: tile n, rows g (+8 for odd i)
         const float2 vv = unpack_pair<kType>(vt[i]);
         const int t = 8 * n + 2 * quad;
-        xa[kb][i] = pack_pair<kType>(vv.x - exp_g[t] * acc[n][c], vv.y - exp_g[t + 1] * acc[n][c + 1]);
+        const float x0 = vv.x - exp_g[t] * acc[n][c], x1 = vv.y - exp_g[t + 1] * acc[n][c + 1];
+        xa[kb][i] = pack_pair<kType>(x0, x1);
+        const float2 hi = unpack_pair<kType>(xa[kb][i]);
+        xa_lo[kb][i] = pack_pair<kType>(x0 - hi.x, x1 - hi.y);
       }
     }
   }
-  // U^T = X^T T_g^T, kept as A fragments: plain (for O) and decayed to the chunk end (for S).
+  // U^T = X^T T_g^T from the hi/lo pairs (hi hi + lo(X) hi(T_g) + hi(X) lo(T_g); lo lo is below
+  // fp32 noise), kept as A fragments: plain (for O) and decayed to the chunk end (for S).
   std::uint32_t ua[4][4], uda[4][4], uda_lo[4][4];
   zero(acc);
   times_lower_transposed<kType>(acc, xa, t_gated, lane);
+  times_lower_transposed<kType>(acc, xa_lo, t_gated, lane);
+  times_lower_transposed<kType>(acc, xa, t_gated_lo, lane);
   pack_as_a<kType>(ua, acc, nullptr, quad);
   pack_as_a_split<kType>(uda, uda_lo, acc, gates + FastGates::kDecayToEnd, quad);
 

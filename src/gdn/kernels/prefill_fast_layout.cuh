@@ -40,8 +40,9 @@ struct FastSmem {
   static constexpr int kQ = 0;
   static constexpr int kK = kQ + kTileD;
   static constexpr int kV = kK + kTileD;
-  static constexpr int kTGated = kV + kTileD;  // T_g[t][j] = T[t][j] beta_j Gamma[t][j], j <= t
-  static constexpr int kP = kTGated + kTileC;  // P[t][j] = (q_t . k_j) Gamma[t][j], j <= t
+  static constexpr int kTGated = kV + kTileD;  // T_g[t][j] = T[t][j] beta_j Gamma[t][j], j <= t, rounded
+  static constexpr int kTGatedLo = kTGated + kTileC;  // T_g - round(T_g), rounded
+  static constexpr int kP = kTGatedLo + kTileC;  // P[t][j] = (q_t . k_j) Gamma[t][j], j <= t
   static constexpr int kGates = kP + kTileC;
   static constexpr int kStageBytes = kGates + FastGates::kFloats * 4;
   // Producer-private solve tiles, the consumers' output staging tile, the stage barriers.
@@ -52,7 +53,7 @@ struct FastSmem {
   static constexpr int kBarriers = kOut + kTileD;  // full[kStages], empty[kStages]
   static constexpr int kBytes = kBarriers + 2 * Cfg::kStages * 8;
   static_assert(kBytes <= 227 * 1024, "exceeds the sm_90 shared memory per block");
-  static_assert(kStageBytes % 128 == 0 && kK % 16 == 0 && kTGated % 16 == 0 && kP % 16 == 0 && kOut % 16 == 0 &&
+  static_assert(kStageBytes % 128 == 0 && kK % 16 == 0 && kTGated % 16 == 0 && kTGatedLo % 16 == 0 && kP % 16 == 0 && kOut % 16 == 0 &&
                 kBarriers % 8 == 0);
 };
 

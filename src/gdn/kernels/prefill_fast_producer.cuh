@@ -4,7 +4,7 @@
 //   q, k, v tiles (cp.async, zero rows past the sequence end), optional L2 norm of q and k,
 //   gates (G = cumsum log alpha, e^G, e^{G_63 - G}, beta),
 //   A0 = strict_lower(diag(beta) K K^T) (fp32, private) and P = (Q K^T) o Gamma (lower incl. diag),
-//   T = (I + A0)^-1 (fp32, on chip) and T_g = (T diag(beta)) o Gamma.
+//   T = (I + A0)^-1 (fp32, on chip) and T_g = (T diag(beta)) o Gamma as a rounded pair hi + lo.
 // Only the producer's 128 threads take part; they synchronise with named barrier 1.
 #include <cstdint>
 
@@ -252,14 +252,18 @@ __device__ __forceinline__ void finish_chunk(unsigned char* stage, unsigned char
   invert_unit_lower(reinterpret_cast<const float*>(smem + FastSmem::kA0), inverse,
                     reinterpret_cast<float*>(smem + FastSmem::kScratch), ptid);
   timer.tick(kFinishInverse);
+  // T_g as a rounded pair hi + lo (cp4's numerics, 0ce9fd6: everything that feeds the state).
   Element* t_gated = reinterpret_cast<Element*>(stage + FastSmem::kTGated);
+  Element* t_gated_lo = reinterpret_cast<Element*>(stage + FastSmem::kTGatedLo);
   for (int i = ptid; i < Cfg::kChunk * Cfg::kChunk; i += Cfg::kProducerThreads) {
     const int t = i / Cfg::kChunk, j = i % Cfg::kChunk;
     float value = 0.0f;
     if (j <= t)
       value = inverse[t * Cfg::kPitchF + j] * gates[FastGates::kBeta + j] *
               __expf(gates[FastGates::kG + t] - gates[FastGates::kG + j]);
-    t_gated[t * Cfg::kPitchC + j] = Op::round(value);
+    const Element hi = Op::round(value);
+    t_gated[t * Cfg::kPitchC + j] = hi;
+    t_gated_lo[t * Cfg::kPitchC + j] = Op::round(value - Op::to_float(hi));
   }
   timer.tick(kFinishTGated);
 }
