@@ -30,7 +30,9 @@ struct FastProfile {
 };
 
 // A persistent grid of min(N * Hsab, ctas) CTAs (ctas: the SM count; one CTA per SM fits);
-// asynchronous on `stream`. The context-parallel hooks of PrefillParams must be unset.
+// asynchronous on `stream`. The segment hooks of PrefillParams are honoured (one work item per
+// (segment, head)); chunk_inverse must be unset (T is always computed) and programmatic_launch is
+// ignored (an ordinary launch; the kernel's griddepcontrol.wait is then a no-op).
 // `profile`: nullptr, or a zeroed device FastProfile (as unsigned long long[15]) to add to.
 template <InputType kType>
 void launch_prefill_fast(const PrefillParams& params, int ctas, Stream stream, unsigned long long* profile = nullptr);

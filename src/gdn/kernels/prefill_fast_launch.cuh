@@ -16,7 +16,8 @@ void prepare_prefill_fast() {
 
 template <InputType kType>
 void launch_prefill_fast(const PrefillParams& params, int ctas, Stream stream, unsigned long long* profile) {
-  const std::int64_t items = static_cast<std::int64_t>(params.num_seqs) * params.num_state_heads;
+  const std::int64_t rows = params.segment_offsets != nullptr ? params.num_segments : params.num_seqs;
+  const std::int64_t items = rows * params.num_state_heads;
   if (items == 0 || params.total_tokens == 0) return;
   const unsigned grid = static_cast<unsigned>(items < ctas ? items : ctas);
   kernels::fast::gdn_prefill_fast_kernel<kType>

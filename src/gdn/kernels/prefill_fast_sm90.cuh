@@ -27,16 +27,37 @@ __device__ __forceinline__ std::int64_t read_offset(const void* offsets, bool is
   return is_int64 ? static_cast<const std::int64_t*>(offsets)[i] : static_cast<const std::int32_t*>(offsets)[i];
 }
 
-// The token range of a work item; empty (or invalid offsets) means: skip, touch nothing.
+// The token range of a work item (row, head): row is a sequence, or with the context-parallel
+// segment hooks one segment of sequence `seq` (the chunked kernel's SegmentSpan, commit 9298e8d).
+// Empty (or invalid offsets) means: skip, touch nothing. seq_begin is where checkpoints count from.
 struct WorkItem {
   int seq = 0, head = 0;
-  std::int64_t bos = 0, eos = 0;
+  std::int64_t row = 0, bos = 0, eos = 0, seq_begin = 0;
+  bool ends_sequence = true;
+  __device__ __forceinline__ static std::int64_t rows(const PrefillParams& p) {
+    return p.segment_offsets != nullptr ? p.num_segments : p.num_seqs;
+  }
   __device__ __forceinline__ static WorkItem of(const PrefillParams& p, std::int64_t item) {
     WorkItem w;
-    w.seq = static_cast<int>(item / p.num_state_heads);
+    w.row = item / p.num_state_heads;
     w.head = static_cast<int>(item % p.num_state_heads);
-    w.bos = read_offset(p.cu_seqlens, p.offsets_are_int64, w.seq);
-    w.eos = read_offset(p.cu_seqlens, p.offsets_are_int64, w.seq + 1);
+    const int row = static_cast<int>(w.row);
+    if (p.segment_offsets == nullptr) {
+      w.seq = row;
+      w.bos = w.seq_begin = read_offset(p.cu_seqlens, p.offsets_are_int64, row);
+      w.eos = read_offset(p.cu_seqlens, p.offsets_are_int64, row + 1);
+      return w;
+    }
+    w.seq = p.segment_sequence[row];
+    w.bos = w.seq_begin = read_offset(p.segment_offsets, p.offsets_are_int64, row);
+    w.eos = read_offset(p.segment_offsets, p.offsets_are_int64, row + 1);
+    w.ends_sequence = false;
+    if (w.seq < 0 || w.seq >= p.num_seqs) {  // not a sequence: empty
+      w.eos = w.bos;
+      return w;
+    }
+    w.seq_begin = read_offset(p.cu_seqlens, p.offsets_are_int64, w.seq);
+    w.ends_sequence = w.eos == read_offset(p.cu_seqlens, p.offsets_are_int64, w.seq + 1);
     return w;
   }
   __device__ __forceinline__ bool empty(const PrefillParams& p) const { return bos < 0 || eos <= bos || eos > p.total_tokens; }
@@ -133,7 +154,9 @@ __device__ void run_consumer(const PrefillParams& p, unsigned char* smem, std::u
     if (w.empty(p)) continue;
     const std::int64_t slot = p.state_indices ? p.state_indices[w.seq] : w.seq;
     StateFragment state;
-    if (p.initial_state.data != nullptr && slot >= 0 && slot < p.initial_state.num_slots) {
+    if (p.segment_offsets != nullptr) {  // a CP segment starts from its fixed-up state
+      load_segment_state(state, p.segment_states, w.row, w.head, p.num_state_heads, warp, lc);
+    } else if (p.initial_state.data != nullptr && slot >= 0 && slot < p.initial_state.num_slots) {
       load_state(state, p.initial_state, slot, w.head, warp, lc);
     } else {
       zero(state);
@@ -150,7 +173,7 @@ __device__ void run_consumer(const PrefillParams& p, unsigned char* smem, std::u
       timer.tick(kConsumerCompute);
       timer.count(kConsumerChunks);
       mbarrier_arrive(&empty[s]);
-      const std::int64_t done = token0 + len - w.bos;
+      const std::int64_t done = token0 + len - w.seq_begin;  // checkpoints count from the sequence start
       if (p.checkpoint_every > 0 && done % p.checkpoint_every == 0) {
         const std::int64_t first = read_offset(p.checkpoint_starts, p.offsets_are_int64, w.seq);
         const std::int64_t end = read_offset(p.checkpoint_starts, p.offsets_are_int64, w.seq + 1);
@@ -158,7 +181,7 @@ __device__ void run_consumer(const PrefillParams& p, unsigned char* smem, std::u
         if (row >= 0 && row < end && row < p.checkpoints.num_slots) store_state(state, p.checkpoints, row, w.head, warp, lc);
       }
     }
-    if (p.output_state.data != nullptr && slot >= 0 && slot < p.output_state.num_slots)
+    if (w.ends_sequence && p.output_state.data != nullptr && slot >= 0 && slot < p.output_state.num_slots)
       store_state(state, p.output_state, slot, w.head, warp, lc);
   }
 }
@@ -166,6 +189,9 @@ __device__ void run_consumer(const PrefillParams& p, unsigned char* smem, std::u
 template <InputType kType>
 __global__ void __launch_bounds__(FastConfig::kThreads, 1) gdn_prefill_fast_kernel(const PrefillParams p,
                                                                                        unsigned long long* profile) {
+  // A programmatic dependent launch (CP stage 4) may start before the kernel that writes its
+  // inputs has finished; this waits for it (a no-op for an ordinary launch).
+  asm volatile("griddepcontrol.wait;" ::: "memory");
   extern __shared__ __align__(128) unsigned char smem[];
   auto* full = reinterpret_cast<std::uint64_t*>(smem + FastSmem::kBarriers);
   auto* empty = full + FastConfig::kStages;
@@ -176,7 +202,7 @@ __global__ void __launch_bounds__(FastConfig::kThreads, 1) gdn_prefill_fast_kern
     }
   }
   __syncthreads();
-  const std::int64_t num_items = static_cast<std::int64_t>(p.num_seqs) * p.num_state_heads;
+  const std::int64_t num_items = WorkItem::rows(p) * p.num_state_heads;
   // No setmaxnreg: at 168 registers for every warp both roles fit (ptxas: 20 bytes of spill
   // in the consumers); shifting registers to the consumers spilled more in the producer.
   if (threadIdx.x >= FastConfig::kConsumerThreads) {
