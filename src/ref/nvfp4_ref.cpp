@@ -21,8 +21,10 @@ void nvfp4_quantize(const TensorView& w, float global_scale, const TensorView& p
   const std::int64_t n_rows = w.size(0), k = w.size(1), blocks = k / codec::kBlock;
   auto* out = static_cast<std::uint8_t*>(packed.data);
   auto* sf_out = static_cast<std::uint8_t*>(scales.data);
-  // Swizzled padding (and any slack) must read as zero scales.
-  std::memset(sf_out, 0, static_cast<std::size_t>(nvfp4::scale_bytes(n_rows, k, layout)));
+  // Swizzled padding (and any slack) must read as zero scales. (An empty weight may come with a
+  // null, empty scale buffer: memset on null is undefined even for zero bytes.)
+  if (const auto bytes = static_cast<std::size_t>(nvfp4::scale_bytes(n_rows, k, layout)); bytes > 0)
+    std::memset(sf_out, 0, bytes);
   for (std::int64_t n = 0; n < n_rows; ++n) {
     for (std::int64_t kb = 0; kb < blocks; ++kb) {
       float x[codec::kBlock];

@@ -39,6 +39,24 @@ TEST(ExecContext, MismatchNamesBothTensors) {
   }
 }
 
+TEST(ExecContext, RejectsNegativeSizesAndMisalignedData) {
+  TensorView a = on(Device::cpu());
+  a.shape[0] = -1;
+  try {
+    resolve_context("gemm::mm_bf16_fp4", {{"a", &a}});
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "gemm::mm_bf16_fp4: a must have non-negative sizes, got shape [-1]");
+  }
+  TensorView idx = TensorView::contiguous(reinterpret_cast<void*>(0x102), DType::kInt32, {4}, Device::cpu());
+  try {
+    resolve_context("gdn::prefill", {{"state_indices", &idx}});
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "gdn::prefill: state_indices must be 4-byte aligned, got address 0x102");
+  }
+}
+
 TEST(ExecContext, OnlyAbsentTensorsResolveToCpu) {
   ExecContext ctx = resolve_context("op", {{"a", nullptr}});
   EXPECT_TRUE(ctx.device.is_cpu());
