@@ -274,9 +274,14 @@ TEST_F(GdnCpGpu, PrefetchingChunkMapsGiveTheSameBits) {
     DeviceProblem d(p);
     const auto plain = run_stages(p, d, {.max_seqlen = 2000, .chunk_len = 320});
     const auto prefetched = run_stages(p, d, {.max_seqlen = 2000, .chunk_len = 320, .prefetch_blocks = true});
-    EXPECT_EQ(plain.m, prefetched.m) << variant;
-    EXPECT_EQ(plain.b, prefetched.b) << variant;
-    EXPECT_EQ(plain.finals, prefetched.finals) << variant;
+    // Bit comparison: rows no stage writes (chunks past a sequence's end, the empty sequence's
+    // final state) hold the same NaN poison in both runs, which == would call different.
+    auto same_bits = [](const std::vector<double>& x, const std::vector<double>& y) {
+      return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(double)) == 0;
+    };
+    EXPECT_TRUE(same_bits(plain.m, prefetched.m)) << variant;
+    EXPECT_TRUE(same_bits(plain.b, prefetched.b)) << variant;
+    EXPECT_TRUE(same_bits(plain.finals, prefetched.finals)) << variant;
     double norm = 0;
     for (double x : prefetched.m) norm += std::isfinite(x) ? x * x : 0;
     EXPECT_GT(norm, 1.0);
