@@ -9,8 +9,6 @@
 #include "dist/validate.h"
 #include "fastinfer/gdn_distributed.h"
 #include "gdn/cp.h"
-#include "gdn/cp_launch.h"
-#include "gdn/prefill_runner.h"
 #include "gdn/prefill_validate.h"
 #include "runtime/device_guard.h"
 #include "runtime/workspace_carver.h"
@@ -91,45 +89,6 @@ void slice_maps(const PrefillArgs& local, const PrefillShape& shape, int rank, c
   dist::detail::launch_affine_chain(chain, ctx.stream);
 }
 
-// The local CP prefill resumed from the chunk maps of `view`: stage 3 again, now from the real
-// state entering the slice (`from.initial_state`), then stage 4 (the prefill kernel over the
-// chunks as segments), as detail::prefill_cp does after its own stages 1-3. Stages 1-2 are not
-// repeated: that is what makes the slice map nearly free on top of the local prefill.
-void resume_cp_prefill(const PrefillArgs& from, const PrefillShape& shape, const detail::CpStageView& view,
-                       const ExecContext& ctx) {
-  detail::CpStageParams fix;
-  fix.cu_seqlens = from.cu_seqlens.data;
-  fix.offsets_are_int64 = from.cu_seqlens.dtype == DType::kInt64;
-  fix.num_seqs = static_cast<int>(shape.num_seqs);
-  fix.num_k_heads = static_cast<int>(shape.hk);
-  fix.num_v_heads = static_cast<int>(shape.hv);
-  fix.num_state_heads = static_cast<int>(shape.hsab);
-  if (from.initial_state) {
-    fix.initial_state = from.initial_state->data;
-    fix.initial_state_type = from.initial_state->dtype == DType::kBFloat16 ? detail::CpStateType::kBFloat16
-                             : from.initial_state->dtype == DType::kFloat16 ? detail::CpStateType::kFloat16
-                                                                            : detail::CpStateType::kFloat32;
-    fix.initial_state_slot_stride = from.initial_state->stride(0);
-  }
-  if (from.state_indices) fix.state_indices = static_cast<const std::int32_t*>(from.state_indices->data);
-  fix.chunk_len = static_cast<int>(view.plan.chunk_len);
-  fix.chunks_per_seq = static_cast<int>(view.plan.chunks_per_seq);
-  fix.blocks_per_seq = static_cast<int>(view.plan.blocks_per_seq());
-  fix.map_m = const_cast<float*>(view.map_m);  // workspace slices, read by the fix-up
-  fix.map_b = const_cast<float*>(view.map_b);
-  fix.chunk_states = const_cast<float*>(view.chunk_states);  // rewritten from the real entering state
-  // The segment table is already written by the first stage 3; final_states stays null.
-  detail::launch_cp_fixup(fix, ctx.stream);
-
-  PrefillParams p = make_prefill_params(from, shape);
-  p.segment_offsets = view.segment_offsets;
-  p.segment_sequence = view.segment_sequence;
-  p.num_segments = static_cast<int>(view.plan.segments());
-  p.segment_states = view.chunk_states;
-  const PrefillRunnerKey key{ctx.device.index, from.q.dtype == DType::kBFloat16 ? InputType::kBFloat16 : InputType::kFloat16};
-  prefill_runner(key)->run(p, ctx.stream);
-}
-
 // The state entering rank r's slice: rank 0's state after its slice, then the maps of ranks
 // 1 .. r-1, all from the all-gathered contributions.
 void fold_entering_state(const PrefillShape& shape, int rank, const DistWorkspace& w, std::int64_t contribution,
@@ -171,12 +130,12 @@ RankStage begin_rank(const PrefillArgs& local, const PrefillShape& shape, int ra
   st.recv = w.recv;
   st.entering = w.entering;
 
-  // CP path (use_cp not Off): every rank runs CP stages 1-3 from zero before the exchange (the
-  // last rank too: it would otherwise idle while the others compute their maps), and resumes its
-  // CP prefill from them afterwards. Off: only ranks < R-1 compute maps (the last rank's map is
-  // never needed) and the local prefill is the plain one.
-  st.cp_path = local.use_cp != UseCp::kOff && shape.total_tokens > 0;
-  const bool has_view = st.cp_path || (rank < world - 1 && shape.total_tokens > 0);
+  // Ranks < R-1 compute their slice maps (CP stages 1-3 + chain); the last rank's map is never
+  // needed. The local prefill after the exchange is gdn::prefill (use_cp as the caller set it).
+  // Resuming the local CP prefill from these stages (stage 3 again from the entering state, then
+  // stage 4, commit d158c41) gave wrong outputs on the H200 while final states agreed: removed
+  // until understood (docs/GDN_DISTRIBUTED.md).
+  const bool has_view = rank < world - 1 && shape.total_tokens > 0;
   if (has_view) st.view = chunk_maps(local, shape, options, ctx, w.send + st.contribution / 2);
   if (rank < world - 1) slice_maps(local, shape, rank, has_view ? &st.view : nullptr, ctx, w);
   return st;
@@ -191,8 +150,7 @@ void finish_rank(const PrefillArgs& local, const RankStage& st) {
     from.initial_state = TensorView::contiguous(st.entering, DType::kFloat32,
                                                 {st.shape.num_seqs, st.shape.hsab, kHeadDim, kHeadDim}, st.ctx.device);
   }
-  if (st.cp_path) resume_cp_prefill(from, st.shape, st.view, st.ctx);
-  else prefill(from, st.ctx.stream);
+  prefill(from, st.ctx.stream);
 }
 
 }  // namespace gdn::detail

@@ -15,7 +15,6 @@ struct RankStage {
   PrefillShape shape;
   ExecContext ctx;
   int rank = 0, world = 1;
-  bool cp_path = false;  // local CP prefill resumed from `view` (use_cp not Off, tokens present)
   CpStageView view;      // chunk maps in the (device, stream, "gdn.cp") workspace
   // Workspace (device, stream, "gdn.dist"): send = this rank's contribution, fp32
   // [2, N, Hsab, 128, 128] (M then B); recv = [world] contributions; entering state [N, Hsab, 128, 128].
@@ -30,7 +29,7 @@ RankStage begin_rank(const PrefillArgs& local, const PrefillShape& shape, int ra
                      const DistributedPrefillOptions& options, const ExecContext& ctx);
 
 // After recv holds every rank's contribution: fold into the entering state, then the local
-// prefill (resumed CP stages 3-4, or the plain gdn::prefill with use_cp Off).
+// prefill (gdn::prefill from the entering state, use_cp as the caller set it).
 void finish_rank(const PrefillArgs& local, const RankStage& stage);
 
 }  // namespace fastinfer::gdn::detail
