@@ -171,7 +171,7 @@ nlohmann::json run_gdn_dist(const BenchOptions& options) {
     FASTINFER_CUDA_CHECK(cudaStreamDestroy(streams[r]));
   }
   FASTINFER_CUDA_CHECK(cudaSetDevice(0));
-  return {{"note", "1 GPU = gdn::prefill (use_cp Auto); 2 GPUs = prefill_distributed (CP stages 1-3, chain, all-gather, fold, stage 3 again, stage 4)"}, {"rows", rows}};
+  return {{"note", "1 GPU = gdn::prefill (use_cp Auto); 2 GPUs = prefill_distributed (CP stages 1-3 + chain on rank 0, all-gather, fold, local gdn::prefill)"}, {"rows", rows}};
 }
 
 const RoutineRegistration registration{{"gdn_dist", "multi-GPU GDN prefill over NCCL (2 GPUs vs 1)", run_gdn_dist}};
