@@ -5,6 +5,7 @@
 #include "fastinfer/dtype.h"
 #include "fastinfer/error.h"
 #include "fastinfer/gdn.h"
+#include "fastinfer/gdn_distributed.h"
 #include "fastinfer/gemm.h"
 #include "fastinfer/nvfp4.h"
 #include "fastinfer/tensor.h"

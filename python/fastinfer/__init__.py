@@ -28,8 +28,11 @@ autotune = _C.autotune
 current_bucket = _C.current_bucket
 __all__ += ["autotune", "current_bucket"]
 
-from .ops import (chunk_gated_delta_rule, gated_delta_rule_decode, gated_delta_rule_mtp, mm_bf16_fp4,
+built_with_nccl = _C.built_with_nccl
+__all__ += ["built_with_nccl"]
+
+from .ops import (chunk_gated_delta_rule, chunk_gated_delta_rule_distributed, gated_delta_rule_decode, gated_delta_rule_mtp, mm_bf16_fp4,
                   nvfp4_dequantize, nvfp4_quantize, prepare_bf16_fp4_weights)
 
-__all__ += ["chunk_gated_delta_rule", "gated_delta_rule_decode", "gated_delta_rule_mtp", "mm_bf16_fp4",
+__all__ += ["chunk_gated_delta_rule", "chunk_gated_delta_rule_distributed", "gated_delta_rule_decode", "gated_delta_rule_mtp", "mm_bf16_fp4",
             "nvfp4_dequantize", "nvfp4_quantize", "prepare_bf16_fp4_weights"]

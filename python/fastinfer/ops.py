@@ -71,6 +71,30 @@ def chunk_gated_delta_rule(q, k, v, g=None, beta=None, scale=None, initial_state
     return (output, output_state) if output_final_state else output
 
 
+def chunk_gated_delta_rule_distributed(q, k, v, nccl_comm, g=None, beta=None, scale=None, initial_state=None,
+                                       output_final_state=False, cu_seqlens=None, use_qk_l2norm_in_kernel=False,
+                                       output=None, output_state=None, state_indices=None, max_slice_len=0,
+                                       stream=None):
+    """GDN prefill of sequences sliced across the ranks of an NCCL communicator (a collective).
+
+    nccl_comm is the raw ncclComm_t handle (an int) of a communicator the caller owns. On each
+    rank, cu_seqlens [N + 1] delimits this rank's slice of each of the N sequences (empty slices
+    allowed); initial_state only on rank 0; output_final_state gives the state after this rank's
+    slice of each sequence. docs/GDN_DISTRIBUTED.md has the design.
+    """
+    if cu_seqlens is None:
+        raise ValueError("chunk_gated_delta_rule_distributed: cu_seqlens must be given (packed varlen input)")
+    hsab = max(q.shape[1], v.shape[1])
+    if output is None:
+        output = _empty(q, (q.shape[0], hsab, _HEAD_DIM))
+    if output_final_state and output_state is None:
+        output_state = _empty(q, (cu_seqlens.shape[0] - 1, hsab, _HEAD_DIM, _HEAD_DIM), _dtype(q, "float32"))
+    _C.gdn_prefill_distributed(q, k, v, cu_seqlens, output, g, beta, 0.0 if scale is None else float(scale),
+                               bool(use_qk_l2norm_in_kernel), initial_state, output_state, state_indices,
+                               int(nccl_comm), int(max_slice_len), _stream(q, stream))
+    return (output, output_state) if output_final_state else output
+
+
 def gated_delta_rule_decode(q, k, v, state, A_log, a, dt_bias, b, scale=None, output=None,
                             use_qk_l2norm=True, initial_state_indices=None, output_state_indices=None,
                             intermediate_states=None, disable_state_update=False, stream=None):

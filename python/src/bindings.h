@@ -9,5 +9,6 @@ void register_tune_bindings(nanobind::module_& m);
 void register_prefill_bindings(nanobind::module_& m);
 void register_gemm_bindings(nanobind::module_& m);
 void register_decode_bindings(nanobind::module_& m);
+void register_dist_bindings(nanobind::module_& m);
 
 }  // namespace fastinfer::python

@@ -15,8 +15,6 @@ namespace nb = nanobind;
 
 namespace fastinfer::python {
 
-void register_dist_bindings(nb::module_& m);  // called from register_op_bindings (wired by the lead)
-
 void register_dist_bindings(nb::module_& m) {
   m.def("built_with_nccl", [] { return dist::built_with_nccl(); });
   m.def(

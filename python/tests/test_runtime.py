@@ -48,3 +48,10 @@ def test_torch_cuda_zero_copy():
     assert info["dtype"] == "bfloat16"
     assert info["device"] == "cuda:0"
     assert info["strides"] == list(t.stride())
+
+
+def test_distributed_prefill_rejects_a_null_communicator():
+    assert isinstance(fastinfer.built_with_nccl(), bool)
+    q = np.ones((4, 1, 128), dtype=np.float16)
+    with pytest.raises((ValueError, RuntimeError), match=r"nccl|NCCL"):
+        fastinfer.chunk_gated_delta_rule_distributed(q, q, q, 0, cu_seqlens=np.array([0, 4], dtype=np.int32))
