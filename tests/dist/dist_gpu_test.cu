@@ -275,6 +275,10 @@ class GdnDistributedSimulatedGpu : public testing::GpuTest {
       for (int j = 0; j < world; ++j)
         FASTINFER_CUDA_CHECK(cudaMemcpy(stages[r].recv + j * stages[r].contribution, stages[j].send,
                                         static_cast<std::size_t>(stages[j].contribution) * 4, cudaMemcpyDeviceToDevice));
+    // A device-to-device cudaMemcpy does not wait for the copy, and the ranks' non-blocking
+    // streams do not order behind the legacy stream: without this the ranks could read a
+    // half-copied exchange (the flaky ThreeRanksVarlenPoolUseCpOff failure on the H200).
+    FASTINFER_CUDA_CHECK(cudaDeviceSynchronize());
     for (int r = 0; r < world; ++r) gdn::detail::finish_rank(runs[r].args, stages[r]);
     FASTINFER_CUDA_CHECK(cudaDeviceSynchronize());
     // Streams are not destroyed: the workspace pool keys blocks by stream handle, and a later
