@@ -36,7 +36,7 @@ fi
 
 bench_rc=0
 if [[ $MODE != tests ]]; then
-  FASTINFER_COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo unknown) \
+  FASTINFER_COMMIT=${FASTINFER_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)} \
     "$FASTINFER_BUILD_DIR/bench/fastinfer_bench" "${BENCH_ROUTINE:-all}" ${BENCH_ARGS:-} --json "$OUT/bench.json" >"$OUT/bench.txt" 2>&1
   bench_rc=$?
   # Python per-call host cost of every op next to the C++ numbers just measured (issue 9).
