@@ -9,6 +9,7 @@
 
 #include "bindings.h"
 #include "fastinfer/gdn_distributed.h"
+#include "prefill_args.h"
 #include "tensor_conversion.h"
 
 namespace nb = nanobind;
@@ -31,19 +32,8 @@ void register_dist_bindings(nb::module_& m) {
          const std::optional<Array>& initial_state, const std::optional<Array>& output_state,
          const std::optional<Array>& state_indices, std::uintptr_t nccl_comm, std::int64_t max_slice_len,
          std::uintptr_t stream) {
-        gdn::PrefillArgs args;
-        args.q = to_view(q);
-        args.k = to_view(k);
-        args.v = to_view(v);
-        args.cu_seqlens = to_view(cu_seqlens);
-        args.output = to_view(output);
-        args.alpha = to_optional_view(alpha);
-        args.beta = to_optional_view(beta);
-        args.scale = scale;
-        args.use_qk_l2norm = use_qk_l2norm;
-        args.initial_state = to_optional_view(initial_state);
-        args.output_state = to_optional_view(output_state);
-        args.state_indices = to_optional_view(state_indices);
+        gdn::PrefillArgs args = make_prefill_args(q, k, v, cu_seqlens, output, alpha, beta, scale, use_qk_l2norm,
+                                                  initial_state, output_state, state_indices);
         // from_nccl queries NCCL (a few calls); cheap next to a long-sequence prefill.
         const dist::Communicator comm = dist::Communicator::from_nccl(reinterpret_cast<void*>(nccl_comm));
         nb::gil_scoped_release release;

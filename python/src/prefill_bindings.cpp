@@ -5,6 +5,7 @@
 
 #include "bindings.h"
 #include "fastinfer/gdn.h"
+#include "prefill_args.h"
 #include "tensor_conversion.h"
 
 namespace nb = nanobind;
@@ -20,19 +21,8 @@ void register_prefill_bindings(nb::module_& m) {
          const std::optional<Array>& state_indices, int checkpoint_every_n_tokens,
          const std::optional<Array>& state_checkpoints, const std::optional<Array>& checkpoint_cu_starts,
          std::uintptr_t stream, std::optional<bool> use_cp, std::int64_t max_seqlen) {
-        gdn::PrefillArgs args;
-        args.q = to_view(q);
-        args.k = to_view(k);
-        args.v = to_view(v);
-        args.cu_seqlens = to_view(cu_seqlens);
-        args.output = to_view(output);
-        args.alpha = to_optional_view(alpha);
-        args.beta = to_optional_view(beta);
-        args.scale = scale;
-        args.use_qk_l2norm = use_qk_l2norm;
-        args.initial_state = to_optional_view(initial_state);
-        args.output_state = to_optional_view(output_state);
-        args.state_indices = to_optional_view(state_indices);
+        gdn::PrefillArgs args = make_prefill_args(q, k, v, cu_seqlens, output, alpha, beta, scale, use_qk_l2norm,
+                                                  initial_state, output_state, state_indices);
         args.checkpoint_every_n_tokens = checkpoint_every_n_tokens;
         args.state_checkpoints = to_optional_view(state_checkpoints);
         args.checkpoint_cu_starts = to_optional_view(checkpoint_cu_starts);
