@@ -24,6 +24,31 @@ struct WeightSet {
   std::shared_ptr<const gemm::Bf16Fp4Weights> weights;
 };
 
+// The rotated input sets of one (N, K, M) cell: random NVFP4 weights (prepared), activations and
+// outputs, `sets` of each.
+struct CellInputs {
+  int sets;
+  std::vector<WeightSet> ws;
+  std::vector<DeviceBuffer> as, outs;
+
+  CellInputs(int n, int k, int m, int sets_) : sets(sets_), ws(static_cast<std::size_t>(sets_)) {
+    for (int i = 0; i < sets; ++i) {
+      WeightSet& w = ws[static_cast<std::size_t>(i)];
+      w.packed = DeviceBuffer(static_cast<std::size_t>(n) * k / 2);
+      w.scales = DeviceBuffer(static_cast<std::size_t>(n) * k / 16);
+      fill_uniform(w.packed.get(), DType::kUInt8, w.packed.bytes(), 0, 0, 11 + i);
+      fill_uniform(w.scales.get(), DType::kUInt8, w.scales.bytes(), 0, 0, 99 + i);
+      w.weights = gemm::prepare_bf16_fp4_weights(
+          TensorView::contiguous(w.packed.get(), DType::kUInt8, {n, k / 2}, Device::cuda(0)),
+          TensorView::contiguous(w.scales.get(), DType::kUInt8, {static_cast<std::int64_t>(n) * k / 16}, Device::cuda(0)),
+          nvfp4::ScaleLayout::kLinear, 1.0f / 2688.0f);
+      as.emplace_back(static_cast<std::size_t>(m) * k * 2);
+      fill_uniform(as.back().get(), DType::kBFloat16, static_cast<std::size_t>(m) * k, -1, 1, 7 + i);
+      outs.emplace_back(static_cast<std::size_t>(m) * n * 2);
+    }
+  }
+};
+
 nlohmann::json run_mm_bf16_fp4(const BenchOptions& options) {
   const int shapes[][2] = {{2048, 7168}, {4096, 4096}, {6144, 4096}, {28672, 4096}, {4096, 14336}};
   std::vector<int> ms = {1, 16, 64, 256, 1024, 4096, 8192};
@@ -39,28 +64,12 @@ nlohmann::json run_mm_bf16_fp4(const BenchOptions& options) {
       std::snprintf(label, sizeof label, "N%d_K%d_M%d", n, k, m);
       if (!options.only_shapes.empty() && std::string(label).find(options.only_shapes) == std::string::npos) continue;
       const std::size_t a_bytes = static_cast<std::size_t>(m) * k * 2, o_bytes = static_cast<std::size_t>(m) * n * 2;
-      const int sets = rotation_count(w_bytes + a_bytes + o_bytes);
-      std::vector<WeightSet> ws(static_cast<std::size_t>(sets));
-      std::vector<DeviceBuffer> as, outs;
-      for (int i = 0; i < sets; ++i) {
-        WeightSet& w = ws[static_cast<std::size_t>(i)];
-        w.packed = DeviceBuffer(static_cast<std::size_t>(n) * k / 2);
-        w.scales = DeviceBuffer(static_cast<std::size_t>(n) * k / 16);
-        fill_uniform(w.packed.get(), DType::kUInt8, w.packed.bytes(), 0, 0, 11 + i);
-        fill_uniform(w.scales.get(), DType::kUInt8, w.scales.bytes(), 0, 0, 99 + i);
-        w.weights = gemm::prepare_bf16_fp4_weights(
-            TensorView::contiguous(w.packed.get(), DType::kUInt8, {n, k / 2}, Device::cuda(0)),
-            TensorView::contiguous(w.scales.get(), DType::kUInt8, {static_cast<std::int64_t>(n) * k / 16}, Device::cuda(0)),
-            nvfp4::ScaleLayout::kLinear, 1.0f / 2688.0f);
-        as.emplace_back(a_bytes);
-        fill_uniform(as.back().get(), DType::kBFloat16, static_cast<std::size_t>(m) * k, -1, 1, 7 + i);
-        outs.emplace_back(o_bytes);
-      }
+      const CellInputs in(n, k, m, rotation_count(w_bytes + a_bytes + o_bytes));
       auto call = [&](int i) {
-        const int j = i % sets;
-        gemm::mm_bf16_fp4(TensorView::contiguous(as[j].get(), DType::kBFloat16, {m, k}, Device::cuda(0)),
-                          *ws[static_cast<std::size_t>(j)].weights,
-                          TensorView::contiguous(outs[j].get(), DType::kBFloat16, {m, n}, Device::cuda(0)));
+        const int j = i % in.sets;
+        gemm::mm_bf16_fp4(TensorView::contiguous(in.as[j].get(), DType::kBFloat16, {m, k}, Device::cuda(0)),
+                          *in.ws[static_cast<std::size_t>(j)].weights,
+                          TensorView::contiguous(in.outs[j].get(), DType::kBFloat16, {m, n}, Device::cuda(0)));
       };
       const double ms_median = median_ms(call, 5, options.quick ? 10 : 30);
       const double host_us = host_us_per_call([&] { call(0); }, 200);
@@ -103,29 +112,13 @@ nlohmann::json run_mm_bf16_fp4_tactics(const BenchOptions& options) {
       std::snprintf(label, sizeof label, "N%d_K%d_M%d", n, k, m);
       if (!options.only_shapes.empty() && std::string(label).find(options.only_shapes) == std::string::npos) continue;
       const std::size_t a_bytes = static_cast<std::size_t>(m) * k * 2, o_bytes = static_cast<std::size_t>(m) * n * 2;
-      const int sets = rotation_count(w_bytes + a_bytes + o_bytes);
-      std::vector<WeightSet> ws(static_cast<std::size_t>(sets));
-      std::vector<DeviceBuffer> as, outs;
-      for (int i = 0; i < sets; ++i) {
-        WeightSet& w = ws[static_cast<std::size_t>(i)];
-        w.packed = DeviceBuffer(static_cast<std::size_t>(n) * k / 2);
-        w.scales = DeviceBuffer(static_cast<std::size_t>(n) * k / 16);
-        fill_uniform(w.packed.get(), DType::kUInt8, w.packed.bytes(), 0, 0, 11 + i);
-        fill_uniform(w.scales.get(), DType::kUInt8, w.scales.bytes(), 0, 0, 99 + i);
-        w.weights = gemm::prepare_bf16_fp4_weights(
-            TensorView::contiguous(w.packed.get(), DType::kUInt8, {n, k / 2}, Device::cuda(0)),
-            TensorView::contiguous(w.scales.get(), DType::kUInt8, {static_cast<std::int64_t>(n) * k / 16}, Device::cuda(0)),
-            nvfp4::ScaleLayout::kLinear, 1.0f / 2688.0f);
-        as.emplace_back(a_bytes);
-        fill_uniform(as.back().get(), DType::kBFloat16, static_cast<std::size_t>(m) * k, -1, 1, 7 + i);
-        outs.emplace_back(o_bytes);
-      }
+      const CellInputs in(n, k, m, rotation_count(w_bytes + a_bytes + o_bytes));
       auto runner = gemm::detail::mm_runner_for(0, DType::kBFloat16, n, k);
       auto time_tactic = [&](int tactic) {
         return median_ms(
             [&](int i) {
-              const int j = i % sets;
-              gemm::detail::MmCall call{as[j].get(), k, &ws[static_cast<std::size_t>(j)].weights->impl(), outs[j].get(), n, m, false};
+              const int j = i % in.sets;
+              gemm::detail::MmCall call{in.as[j].get(), k, &in.ws[static_cast<std::size_t>(j)].weights->impl(), in.outs[j].get(), n, m, false};
               runner->run(call, tactic, nullptr);
             },
             3, options.quick ? 8 : 15);
