@@ -16,6 +16,7 @@
 // [M; B] and T cost ~8e-3 relative error in M and missed the bf16 state tolerance at alpha = 1.
 #include "gdn/cp_launch.h"
 #include "gdn/kernels/cp_common_sm90.cuh"
+#include "runtime/once_per_device.h"
 
 namespace fastinfer::gdn::detail::cp {
 
@@ -292,20 +293,13 @@ void launch_chunk_maps_variant(const CpStageParams& params, cudaStream_t stream)
   constexpr std::size_t smem = sizeof(ChunkMapsSmem<E, kPrefetch>);
   static_assert(smem <= 227 * 1024, "chunk-map stage exceeds Hopper shared memory");
   // Opting in to > 48 KiB is per device; done once per process for the devices we meet.
-  static const bool configured = [] {
-    int count = 0;
-    FASTINFER_CUDA_CHECK(cudaGetDeviceCount(&count));
-    int current = 0;
-    FASTINFER_CUDA_CHECK(cudaGetDevice(&current));
-    for (int d = 0; d < count; ++d) {
-      FASTINFER_CUDA_CHECK(cudaSetDevice(d));
-      FASTINFER_CUDA_CHECK(cudaFuncSetAttribute(chunk_maps_kernel<kInput, kPrefetch>,
-                                                cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
-    }
-    FASTINFER_CUDA_CHECK(cudaSetDevice(current));
-    return true;
-  }();
-  (void)configured;
+  static OncePerDevice once;
+  int device = 0;
+  FASTINFER_CUDA_CHECK(cudaGetDevice(&device));
+  once(device, [] {
+    FASTINFER_CUDA_CHECK(cudaFuncSetAttribute(chunk_maps_kernel<kInput, kPrefetch>,
+                                              cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+  });
   const dim3 grid(params.chunks_per_seq, params.num_state_heads, params.num_seqs);
   launch_stage(chunk_maps_kernel<kInput, kPrefetch>, grid, dim3(kMapThreads), smem, stream, params.programmatic_launch,
                params);

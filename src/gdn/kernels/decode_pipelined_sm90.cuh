@@ -22,6 +22,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 
 #include "fastinfer/context.h"
@@ -32,6 +33,7 @@
 #include "gdn/kernels/decode_token_step.cuh"
 #include "gdn/kernels/decode_vector_io.cuh"
 #include "runtime/cuda_check.h"
+#include "runtime/once_per_device.h"
 
 namespace fastinfer::gdn::decode_sm90 {
 
@@ -264,24 +266,21 @@ void launch_decode_pipelined_sm90(const DecodeParams& params, Stream stream) {
   using Cfg = decode_sm90::PipelinedConfig<Act, State, kLanesPerRow, kRowsPerThread, kConsumerWarps, kCtasPerSm>;
   constexpr auto kernel =
       decode_sm90::gdn_decode_pipelined_kernel<Act, State, kLanesPerRow, kRowsPerThread, kConsumerWarps, kCtasPerSm>;
-  // Opting in to > 48 KB of shared memory is per device: done once per process for every device,
-  // with the resident CTAs per SM it gives (the same on every Hopper part).
-  static const int resident_per_sm = [] {
-    int count = 0, current = 0;
-    FASTINFER_CUDA_CHECK(cudaGetDeviceCount(&count));
-    FASTINFER_CUDA_CHECK(cudaGetDevice(&current));
-    for (int d = 0; d < count; ++d) {
-      FASTINFER_CUDA_CHECK(cudaSetDevice(d));
-      FASTINFER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSmemBytes));
-      FASTINFER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, 100));
-    }
-    FASTINFER_CUDA_CHECK(cudaSetDevice(current));
+  // Opting in to > 48 KB of shared memory is per device: done on each device's first launch
+  // (OncePerDevice), with the resident CTAs per SM it gives (the same on every Hopper part).
+  static OncePerDevice once;
+  static std::atomic<int> resident_per_sm{1};  // written once per device, the same value on each
+  int device = 0;
+  FASTINFER_CUDA_CHECK(cudaGetDevice(&device));
+  once(device, [] {
+    FASTINFER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSmemBytes));
+    FASTINFER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, 100));
     int resident = 0;
     FASTINFER_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kernel, Cfg::kThreads, Cfg::kSmemBytes));
-    return std::max(1, std::min(resident, kCtasPerSm));
-  }();
+    resident_per_sm.store(std::max(1, std::min(resident, kCtasPerSm)), std::memory_order_relaxed);
+  });
   const long long items = static_cast<long long>(params.batch) * params.heads_v * Cfg::kTilesPerState;
-  const long long ctas = std::min<long long>(items, static_cast<long long>(resident_per_sm) * params.sm_count);
+  const long long ctas = std::min<long long>(items, static_cast<long long>(resident_per_sm.load(std::memory_order_relaxed)) * params.sm_count);
   kernel<<<static_cast<unsigned>(ctas), Cfg::kThreads, Cfg::kSmemBytes, stream>>>(params);
   FASTINFER_CUDA_CHECK(cudaGetLastError());
 }

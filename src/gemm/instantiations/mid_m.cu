@@ -1,12 +1,12 @@
 // Mid-M kernels (fused decode + wgmma): 64- and 128-token CTA tiles.
 #include <cuda_runtime.h>
 
-#include <mutex>
 #include <string>
 
 #include "gemm/kernels/mid_m_sm90.cuh"
 #include "runtime/check.h"
 #include "runtime/cuda_check.h"
+#include "runtime/once_per_device.h"
 
 namespace fastinfer::gemm::detail {
 namespace {
@@ -14,9 +14,8 @@ namespace {
 template <int TN>
 void launch_mid_m_instance(const SmallMParams& p, int cluster, int device, bool enable_pdl, cudaStream_t stream) {
   // More than 48 KB of dynamic shared memory: opt in once per device, not per call.
-  constexpr int kMaxDevices = 64;
-  static std::once_flag once[kMaxDevices];
-  std::call_once(once[device % kMaxDevices], [] {
+  static OncePerDevice once;
+  once(device, [] {
     FASTINFER_CUDA_CHECK(
         cudaFuncSetAttribute(mid_m_kernel<TN>, cudaFuncAttributeMaxDynamicSharedMemorySize, mid_m_smem_bytes(TN)));
   });

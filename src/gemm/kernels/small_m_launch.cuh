@@ -2,10 +2,9 @@
 // Launch of one small-M kernel instantiation (cluster size and PDL as launch attributes).
 #include <cuda_runtime.h>
 
-#include <mutex>
-
 #include "gemm/kernels/small_m_sm90.cuh"
 #include "runtime/cuda_check.h"
+#include "runtime/once_per_device.h"
 
 namespace fastinfer::gemm::detail {
 
@@ -13,9 +12,8 @@ namespace fastinfer::gemm::detail {
 // (per instantiation), not per call.
 template <int R, int T, int W>
 void allow_small_m_smem(int device) {
-  constexpr int kMaxDevices = 64;
-  static std::once_flag once[kMaxDevices];
-  std::call_once(once[device % kMaxDevices], [] {
+  static OncePerDevice once;
+  once(device, [] {
     FASTINFER_CUDA_CHECK(cudaFuncSetAttribute(small_m_kernel<R, T, W>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                               SmallMKernel<R, T, W>::kSmemBytes));
   });
