@@ -92,26 +92,7 @@ inline std::vector<double> serial_state_after(const Problem& p, std::int64_t n, 
   std::vector<double> H(D * D, 0.0);
   if (a.initial_state && slot >= 0)
     for (int i = 0; i < D * D; ++i) H[i] = ref::load(*a.initial_state, ref::offset_of(*a.initial_state, slot, h, i / D, i % D));
-  double k[D], v[D];
-  for (std::int64_t t = 0; t < tokens; ++t) {
-    const std::int64_t tok = bos + t;
-    double sum = 0;
-    for (int d = 0; d < D; ++d) {
-      k[d] = ref::load(a.k, ref::offset_of(a.k, tok, h * p.hk / p.hsab, d));
-      v[d] = ref::load(a.v, ref::offset_of(a.v, tok, h * p.hv / p.hsab, d));
-      sum += k[d] * k[d];
-    }
-    if (a.use_qk_l2norm)
-      for (double& x : k) x /= std::sqrt(sum + 1e-6);
-    const double al = ref::load(*a.alpha, ref::offset_of(*a.alpha, tok, h));
-    const double be = ref::load(*a.beta, ref::offset_of(*a.beta, tok, h));
-    for (int i = 0; i < D; ++i) {
-      double pred = 0;
-      for (int j = 0; j < D; ++j) pred += H[i * D + j] * k[j];
-      const double u = be * (v[i] - al * pred);
-      for (int j = 0; j < D; ++j) H[i * D + j] = al * H[i * D + j] + u * k[j];
-    }
-  }
+  for (std::int64_t t = 0; t < tokens; ++t) cp_test::serial_step(p, bos + t, h, H);
   return H;
 }
 

@@ -74,6 +74,27 @@ struct Problem {
   }
 };
 
+// One token of the fp64 recurrence for state head h: H <- alpha H (I - beta k k^T) + beta v k^T.
+inline void serial_step(const Problem& p, std::int64_t tok, std::int64_t h, std::vector<double>& H) {
+  const auto& a = p.args;
+  double k[D], v[D], sum = 0;
+  for (int d = 0; d < D; ++d) {
+    k[d] = ref::load(a.k, ref::offset_of(a.k, tok, h * p.hk / p.hsab, d));
+    v[d] = ref::load(a.v, ref::offset_of(a.v, tok, h * p.hv / p.hsab, d));
+    sum += k[d] * k[d];
+  }
+  if (a.use_qk_l2norm)
+    for (double& x : k) x /= std::sqrt(sum + 1e-6);
+  const double al = ref::load(*a.alpha, ref::offset_of(*a.alpha, tok, h));
+  const double be = ref::load(*a.beta, ref::offset_of(*a.beta, tok, h));
+  for (int i = 0; i < D; ++i) {
+    double pred = 0;
+    for (int j = 0; j < D; ++j) pred += H[i * D + j] * k[j];
+    const double u = be * (v[i] - al * pred);
+    for (int j = 0; j < D; ++j) H[i * D + j] = al * H[i * D + j] + u * k[j];
+  }
+}
+
 // Token-serial fp64 recurrence; records the state entering every chunk and the final state.
 inline void serial_states(const Problem& p, std::int64_t chunk_len, std::int64_t cps, std::vector<double>& chunk_states,
                    std::vector<double>& final_states) {
@@ -90,27 +111,10 @@ inline void serial_states(const Problem& p, std::int64_t chunk_len, std::int64_t
     for (std::int64_t h = 0; h < p.hsab; ++h) {
       for (int i = 0; i < D * D; ++i)
         H[i] = (a.initial_state && slot >= 0) ? ref::load(*a.initial_state, ref::offset_of(*a.initial_state, slot, h, i / D, i % D)) : 0.0;
-      double k[D], v[D];
       for (std::int64_t t = 0; t < len; ++t) {
         if (t % chunk_len == 0)
           std::copy(H.begin(), H.end(), chunk_states.begin() + ((n * cps + t / chunk_len) * p.hsab + h) * D * D);
-        const std::int64_t tok = bos + t;
-        double sum = 0;
-        for (int d = 0; d < D; ++d) {
-          k[d] = ref::load(a.k, ref::offset_of(a.k, tok, h * p.hk / p.hsab, d));
-          v[d] = ref::load(a.v, ref::offset_of(a.v, tok, h * p.hv / p.hsab, d));
-          sum += k[d] * k[d];
-        }
-        if (a.use_qk_l2norm)
-          for (double& x : k) x /= std::sqrt(sum + 1e-6);
-        const double al = ref::load(*a.alpha, ref::offset_of(*a.alpha, tok, h));
-        const double be = ref::load(*a.beta, ref::offset_of(*a.beta, tok, h));
-        for (int i = 0; i < D; ++i) {
-          double pred = 0;
-          for (int j = 0; j < D; ++j) pred += H[i * D + j] * k[j];
-          const double u = be * (v[i] - al * pred);
-          for (int j = 0; j < D; ++j) H[i * D + j] = al * H[i * D + j] + u * k[j];
-        }
+        serial_step(p, bos + t, h, H);
       }
       if (len > 0) std::copy(H.begin(), H.end(), final_states.begin() + (n * p.hsab + h) * D * D);
     }
