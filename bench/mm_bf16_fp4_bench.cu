@@ -25,13 +25,19 @@ struct WeightSet {
 };
 
 // The rotated input sets of one (N, K, M) cell: random NVFP4 weights (prepared), activations and
-// outputs, `sets` of each.
+// outputs, `sets` of each (enough to touch more than the L2 per pass), and the bytes one call moves.
 struct CellInputs {
+  double bytes;  // 2MK + NK/2 + NK/16 + 2MN
   int sets;
   std::vector<WeightSet> ws;
   std::vector<DeviceBuffer> as, outs;
 
-  CellInputs(int n, int k, int m, int sets_) : sets(sets_), ws(static_cast<std::size_t>(sets_)) {
+  CellInputs(int n, int k, int m) {
+    const std::size_t w_bytes = static_cast<std::size_t>(n) * k / 2 + static_cast<std::size_t>(n) * k / 16;
+    const std::size_t a_bytes = static_cast<std::size_t>(m) * k * 2, o_bytes = static_cast<std::size_t>(m) * n * 2;
+    bytes = static_cast<double>(w_bytes + a_bytes + o_bytes);
+    sets = rotation_count(w_bytes + a_bytes + o_bytes);
+    ws.resize(static_cast<std::size_t>(sets));
     for (int i = 0; i < sets; ++i) {
       WeightSet& w = ws[static_cast<std::size_t>(i)];
       w.packed = DeviceBuffer(static_cast<std::size_t>(n) * k / 2);
@@ -42,9 +48,9 @@ struct CellInputs {
           TensorView::contiguous(w.packed.get(), DType::kUInt8, {n, k / 2}, Device::cuda(0)),
           TensorView::contiguous(w.scales.get(), DType::kUInt8, {static_cast<std::int64_t>(n) * k / 16}, Device::cuda(0)),
           nvfp4::ScaleLayout::kLinear, 1.0f / 2688.0f);
-      as.emplace_back(static_cast<std::size_t>(m) * k * 2);
+      as.emplace_back(a_bytes);
       fill_uniform(as.back().get(), DType::kBFloat16, static_cast<std::size_t>(m) * k, -1, 1, 7 + i);
-      outs.emplace_back(static_cast<std::size_t>(m) * n * 2);
+      outs.emplace_back(o_bytes);
     }
   }
 };
@@ -58,13 +64,11 @@ nlohmann::json run_mm_bf16_fp4(const BenchOptions& options) {
               "floor_ms", "xcublas", "xfloor");
   for (const auto& s : shapes) {
     const int n = s[0], k = s[1];
-    const std::size_t w_bytes = static_cast<std::size_t>(n) * k / 2 + static_cast<std::size_t>(n) * k / 16;
     for (int m : ms) {
       char label[64];
       std::snprintf(label, sizeof label, "N%d_K%d_M%d", n, k, m);
       if (!options.only_shapes.empty() && std::string(label).find(options.only_shapes) == std::string::npos) continue;
-      const std::size_t a_bytes = static_cast<std::size_t>(m) * k * 2, o_bytes = static_cast<std::size_t>(m) * n * 2;
-      const CellInputs in(n, k, m, rotation_count(w_bytes + a_bytes + o_bytes));
+      const CellInputs in(n, k, m);
       auto call = [&](int i) {
         const int j = i % in.sets;
         gemm::mm_bf16_fp4(TensorView::contiguous(in.as[j].get(), DType::kBFloat16, {m, k}, Device::cuda(0)),
@@ -73,7 +77,7 @@ nlohmann::json run_mm_bf16_fp4(const BenchOptions& options) {
       };
       const double ms_median = median_ms(call, 5, options.quick ? 10 : 30);
       const double host_us = host_us_per_call([&] { call(0); }, 200);
-      const double bytes = static_cast<double>(a_bytes + w_bytes + o_bytes);
+      const double bytes = in.bytes;
       const double flops = 2.0 * m * n * static_cast<double>(k);
       const double cublas = cublas_bf16_gemm_ms(m, n, k);
       const double floor = floor_ms(bytes, flops);
@@ -106,13 +110,11 @@ nlohmann::json run_mm_bf16_fp4_tactics(const BenchOptions& options) {
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& s : shapes) {
     const int n = s[0], k = s[1];
-    const std::size_t w_bytes = static_cast<std::size_t>(n) * k / 2 + static_cast<std::size_t>(n) * k / 16;
     for (int m : ms) {
       char label[64];
       std::snprintf(label, sizeof label, "N%d_K%d_M%d", n, k, m);
       if (!options.only_shapes.empty() && std::string(label).find(options.only_shapes) == std::string::npos) continue;
-      const std::size_t a_bytes = static_cast<std::size_t>(m) * k * 2, o_bytes = static_cast<std::size_t>(m) * n * 2;
-      const CellInputs in(n, k, m, rotation_count(w_bytes + a_bytes + o_bytes));
+      const CellInputs in(n, k, m);
       auto runner = gemm::detail::mm_runner_for(0, DType::kBFloat16, n, k);
       auto time_tactic = [&](int tactic) {
         return median_ms(
@@ -123,7 +125,7 @@ nlohmann::json run_mm_bf16_fp4_tactics(const BenchOptions& options) {
             },
             3, options.quick ? 8 : 15);
       };
-      const double bytes = static_cast<double>(a_bytes + w_bytes + o_bytes);
+      const double bytes = in.bytes;
       const double flops = 2.0 * m * n * static_cast<double>(k);
       const double floor = floor_ms(bytes, flops), cublas = cublas_bf16_gemm_ms(m, n, k);
       nlohmann::json per = nlohmann::json::object();
