@@ -24,6 +24,7 @@
 #include "harness.h"
 #include "routines.h"
 #include "runtime/cuda_check.h"
+#include "runtime/graph_nodes.h"
 
 namespace fastinfer::bench {
 namespace {
@@ -56,18 +57,9 @@ std::pair<int, int> count_launches(const std::function<void()>& fn, cudaStream_t
   FASTINFER_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
   fn();
   FASTINFER_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
-  std::size_t n = 0;
-  FASTINFER_CUDA_CHECK(cudaGraphGetNodes(graph, nullptr, &n));
-  std::vector<cudaGraphNode_t> nodes(n);
-  FASTINFER_CUDA_CHECK(cudaGraphGetNodes(graph, nodes.data(), &n));
-  int kernels = 0;
-  for (cudaGraphNode_t node : nodes) {
-    cudaGraphNodeType type;
-    FASTINFER_CUDA_CHECK(cudaGraphNodeGetType(node, &type));
-    kernels += type == cudaGraphNodeTypeKernel;
-  }
+  const GraphNodeCounts counts = count_graph_nodes(graph);
   FASTINFER_CUDA_CHECK(cudaGraphDestroy(graph));
-  return {kernels, static_cast<int>(n)};
+  return {counts.kernels, counts.all};
 }
 
 // One public op on tiny shapes, with the device buffers it uses.

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/graph_nodes.h"
 #include "stress/gpu_ops.h"
 #include "support/gpu_test.h"
 
@@ -35,20 +36,6 @@ Bytes download_all(const OpInstance& inst, cudaStream_t s) {
   return r;
 }
 
-int kernel_nodes(cudaGraph_t graph) {
-  std::size_t n = 0;
-  FASTINFER_CUDA_CHECK(cudaGraphGetNodes(graph, nullptr, &n));
-  std::vector<cudaGraphNode_t> nodes(n);
-  FASTINFER_CUDA_CHECK(cudaGraphGetNodes(graph, nodes.data(), &n));
-  int kernels = 0;
-  for (cudaGraphNode_t node : nodes) {
-    cudaGraphNodeType type;
-    FASTINFER_CUDA_CHECK(cudaGraphNodeGetType(node, &type));
-    kernels += type == cudaGraphNodeTypeKernel;
-  }
-  return kernels;
-}
-
 void capture_and_replay(GpuOpProblem& problem) {
   SCOPED_TRACE(problem.name());
   cudaStream_t s;
@@ -67,7 +54,7 @@ void capture_and_replay(GpuOpProblem& problem) {
     throw;
   }
   FASTINFER_CUDA_CHECK(cudaStreamEndCapture(s, &graph));
-  const int kernels = kernel_nodes(graph);
+  const int kernels = count_graph_nodes(graph).kernels;
   EXPECT_GE(kernels, 1) << "the capture recorded no kernel";
   cudaGraphExec_t exec;
   FASTINFER_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
