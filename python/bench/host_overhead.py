@@ -191,7 +191,10 @@ def main():
     parser.add_argument("--json", help="write the results here")
     parser.add_argument("--cpp", help="JSON of `fastinfer_bench host_overhead` (C++ host cost, raw launch)")
     parser.add_argument("--no-cold", action="store_true", help="skip the cold-start children")
+    parser.add_argument("--batches", type=int, default=BATCHES, help="timed batches per op (default %(default)s)")
     args = parser.parse_args()
+    global BATCHES
+    BATCHES = args.batches
 
     cpp_ops, raw_launch = {}, None
     if args.cpp and os.path.exists(args.cpp):

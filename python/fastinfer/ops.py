@@ -1,8 +1,10 @@
 """The ops, with FlashInfer's names and argument conventions.
 
 Arrays are torch tensors (CUDA or CPU) or numpy arrays (CPU). CUDA arrays run the sm_90a kernels
-on `stream` (default: torch's current stream on the arrays' device); CPU arrays run the exact CPU
-reference backend. Outputs that are not given are allocated with the inputs' library and device.
+on `stream` (an int handle or a torch.cuda.Stream; default: torch's current stream on the arrays'
+device, looked up by the extension); CPU arrays run the exact CPU reference backend. Outputs that
+are not given are allocated with the inputs' library and device. These wrappers do as little as
+possible per call (host cost, docs/BENCHMARKS.md): argument checks and conversions live in C++.
 """
 from __future__ import annotations
 
@@ -33,15 +35,6 @@ def _dtype(like, name):
     return np.dtype(name)
 
 
-def _stream(like, stream) -> int:
-    if stream is not None:
-        return int(getattr(stream, "cuda_stream", stream))
-    if _is_torch(like) and like.is_cuda:
-        import torch
-        return torch.cuda.current_stream(like.device).cuda_stream
-    return 0
-
-
 def chunk_gated_delta_rule(q, k, v, g=None, beta=None, scale=None, initial_state=None,
                            output_final_state=False, cu_seqlens=None, use_qk_l2norm_in_kernel=False,
                            output=None, output_state=None, state_indices=None,
@@ -66,7 +59,7 @@ def chunk_gated_delta_rule(q, k, v, g=None, beta=None, scale=None, initial_state
         output_state = _empty(q, (n, hsab, _HEAD_DIM, _HEAD_DIM), _dtype(q, "float32"))
     _C.gdn_prefill(q, k, v, cu_seqlens, output, g, beta, 0.0 if scale is None else float(scale),
                    bool(use_qk_l2norm_in_kernel), initial_state, output_state, state_indices,
-                   int(checkpoint_every_n_tokens), state_checkpoints, checkpoint_cu_starts, _stream(q, stream),
+                   int(checkpoint_every_n_tokens), state_checkpoints, checkpoint_cu_starts, stream,
                    use_cp, int(max_seqlen))
     return (output, output_state) if output_final_state else output
 
@@ -91,7 +84,7 @@ def chunk_gated_delta_rule_distributed(q, k, v, nccl_comm, g=None, beta=None, sc
         output_state = _empty(q, (cu_seqlens.shape[0] - 1, hsab, _HEAD_DIM, _HEAD_DIM), _dtype(q, "float32"))
     _C.gdn_prefill_distributed(q, k, v, cu_seqlens, output, g, beta, 0.0 if scale is None else float(scale),
                                bool(use_qk_l2norm_in_kernel), initial_state, output_state, state_indices,
-                               int(nccl_comm), int(max_slice_len), _stream(q, stream))
+                               int(nccl_comm), int(max_slice_len), stream)
     return (output, output_state) if output_final_state else output
 
 
@@ -110,7 +103,7 @@ def gated_delta_rule_decode(q, k, v, state, A_log, a, dt_bias, b, scale=None, ou
         initial_state_indices = _arange_int32(q, q.shape[0])
     _C.gdn_decode(q, k, v, A_log, a, dt_bias, b, state, initial_state_indices, output_state_indices, output,
                   intermediate_states, 0.0 if scale is None else float(scale), bool(use_qk_l2norm),
-                  bool(disable_state_update), _stream(q, stream))
+                  bool(disable_state_update), stream)
     return output
 
 
@@ -138,7 +131,7 @@ def nvfp4_quantize(w, global_scale, swizzled=True, packed=None, scales=None, str
         packed = _empty(w, (n, kdim // 2), _dtype(w, "uint8"))
     if scales is None:
         scales = _empty(w, (_C.nvfp4_scale_bytes(n, kdim, bool(swizzled)),), _dtype(w, "uint8"))
-    _C.nvfp4_quantize(w, float(global_scale), packed, scales, bool(swizzled), _stream(w, stream))
+    _C.nvfp4_quantize(w, float(global_scale), packed, scales, bool(swizzled), stream)
     return packed, scales
 
 
@@ -147,18 +140,18 @@ def nvfp4_dequantize(packed, scales, global_scale, swizzled=True, out=None, dtyp
     n, half_k = packed.shape
     if out is None:
         out = _empty(packed, (n, 2 * half_k), dtype or _dtype(packed, "float32"))
-    _C.nvfp4_dequantize(packed, scales, bool(swizzled), float(global_scale), out, _stream(packed, stream))
+    _C.nvfp4_dequantize(packed, scales, bool(swizzled), float(global_scale), out, stream)
     return out
 
 
 def prepare_bf16_fp4_weights(b, b_descale, alpha, swizzled=True, stream=None):
     """One-time repack of NVFP4 weights b [N, K/2] uint8 with e4m3 scales for mm_bf16_fp4."""
-    return _C.prepare_bf16_fp4_weights(b, b_descale, bool(swizzled), float(alpha), _stream(b, stream))
+    return _C.prepare_bf16_fp4_weights(b, b_descale, bool(swizzled), float(alpha), stream)
 
 
 def mm_bf16_fp4(a, weights, out=None, out_dtype=None, enable_pdl=False, stream=None):
     """out [M, N] = alpha * (a [M, K] bf16 @ dequant(W)^T), W prepared by prepare_bf16_fp4_weights."""
     if out is None:
         out = _empty(a, (a.shape[0], weights.n), out_dtype or a.dtype)
-    _C.mm_bf16_fp4(a, weights, out, bool(enable_pdl), _stream(a, stream))
+    _C.mm_bf16_fp4(a, weights, out, bool(enable_pdl), stream)
     return out

@@ -31,40 +31,46 @@ void register_gemm_bindings(nb::module_& m) {
   m.def("nvfp4_global_scale_for", &nvfp4::global_scale_for, nb::arg("amax"));
   m.def(
       "nvfp4_quantize",
-      [](const Array& w, float global_scale, const Array& packed, const Array& scales, bool swizzled,
-         std::uintptr_t stream) {
-        const TensorView wv = to_view(w), pv = to_view(packed), sv = to_view(scales);
+      [](nb::handle w, float global_scale, nb::handle packed, nb::handle scales, bool swizzled, nb::handle stream) {
+        ArrayArgs arrays;  // before the GIL release: destroyed with the GIL held
+        const TensorView wv = arrays.view(w, "w"), pv = arrays.view(packed, "packed"),
+                         sv = arrays.view(scales, "scales");
+        const Stream s = resolve_stream(stream, w, wv);
         nb::gil_scoped_release release;
-        nvfp4::quantize(wv, global_scale, pv, sv, to_layout(swizzled), to_stream(stream));
+        nvfp4::quantize(wv, global_scale, pv, sv, to_layout(swizzled), s);
       },
       nb::arg("w"), nb::arg("global_scale"), nb::arg("packed"), nb::arg("scales"), nb::arg("swizzled"),
-      nb::arg("stream"));
+      nb::arg("stream").none());
   m.def(
       "nvfp4_dequantize",
-      [](const Array& packed, const Array& scales, bool swizzled, float global_scale, const Array& out,
-         std::uintptr_t stream) {
-        const TensorView pv = to_view(packed), sv = to_view(scales), ov = to_view(out);
+      [](nb::handle packed, nb::handle scales, bool swizzled, float global_scale, nb::handle out, nb::handle stream) {
+        ArrayArgs arrays;
+        const TensorView pv = arrays.view(packed, "packed"), sv = arrays.view(scales, "scales"),
+                         ov = arrays.view(out, "out");
+        const Stream s = resolve_stream(stream, packed, pv);
         nb::gil_scoped_release release;
-        nvfp4::dequantize(pv, sv, to_layout(swizzled), global_scale, ov, to_stream(stream));
+        nvfp4::dequantize(pv, sv, to_layout(swizzled), global_scale, ov, s);
       },
       nb::arg("packed"), nb::arg("scales"), nb::arg("swizzled"), nb::arg("global_scale"), nb::arg("out"),
-      nb::arg("stream"));
+      nb::arg("stream").none());
   m.def(
       "prepare_bf16_fp4_weights",
-      [](const Array& b, const Array& b_descale, bool swizzled, float alpha, std::uintptr_t stream) {
-        return gemm::prepare_bf16_fp4_weights(to_view(b), to_view(b_descale), to_layout(swizzled), alpha,
-                                              to_stream(stream));
+      [](nb::handle b, nb::handle b_descale, bool swizzled, float alpha, nb::handle stream) {
+        ArrayArgs arrays;
+        const TensorView bv = arrays.view(b, "b"), dv = arrays.view(b_descale, "b_descale");
+        return gemm::prepare_bf16_fp4_weights(bv, dv, to_layout(swizzled), alpha, resolve_stream(stream, b, bv));
       },
-      nb::arg("b"), nb::arg("b_descale"), nb::arg("swizzled"), nb::arg("alpha"), nb::arg("stream"));
+      nb::arg("b"), nb::arg("b_descale"), nb::arg("swizzled"), nb::arg("alpha"), nb::arg("stream").none());
   m.def(
       "mm_bf16_fp4",
-      [](const Array& a, const gemm::Bf16Fp4Weights& weights, const Array& out, bool enable_pdl,
-         std::uintptr_t stream) {
-        const TensorView av = to_view(a), ov = to_view(out);
+      [](nb::handle a, const gemm::Bf16Fp4Weights& weights, nb::handle out, bool enable_pdl, nb::handle stream) {
+        ArrayArgs arrays;
+        const TensorView av = arrays.view(a, "a"), ov = arrays.view(out, "out");
+        const Stream s = resolve_stream(stream, a, av);
         nb::gil_scoped_release release;
-        gemm::mm_bf16_fp4(av, weights, ov, to_stream(stream), enable_pdl);
+        gemm::mm_bf16_fp4(av, weights, ov, s, enable_pdl);
       },
-      nb::arg("a"), nb::arg("weights"), nb::arg("out"), nb::arg("enable_pdl"), nb::arg("stream"));
+      nb::arg("a"), nb::arg("weights"), nb::arg("out"), nb::arg("enable_pdl"), nb::arg("stream").none());
 }
 
 }  // namespace fastinfer::python

@@ -19,8 +19,9 @@ namespace nb = nanobind;
 namespace fastinfer::python {
 namespace {
 
-nb::dict tensor_info(const Array& a) {
-  const TensorView v = to_view(a);
+nb::dict tensor_info(nb::handle array) {
+  ArrayArgs arrays;
+  const TensorView v = arrays.view(array, "array");
   nb::dict d;
   d["data_ptr"] = reinterpret_cast<std::uintptr_t>(v.data);
   d["dtype"] = std::string(dtype_name(v.dtype));
@@ -72,10 +73,25 @@ NB_MODULE(_C, m) {
         "How fastinfer sees an array (zero copy): data pointer, dtype, shape, strides, device.");
   m.def("reserve_workspace",
         [](int device, std::uintptr_t stream, const std::string& name, std::size_t bytes) {
-          reserve_workspace(device, python::to_stream(stream), name, bytes);
+          reserve_workspace(device, reinterpret_cast<Stream>(stream), name, bytes);
         },
         nb::arg("device"), nb::arg("stream"), nb::arg("name"), nb::arg("bytes"));
   m.def("release_all_workspaces", &release_all_workspaces);
+
+  // Host-cost probes for python/bench/host_overhead.py (not part of the API).
+  m.def("_set_fast_import", &python::set_fast_import, nb::arg("on"),
+        "Off: arrays go through nanobind's DLPack import even where the C exchange API exists.");
+  m.def("_fast_import_available", &python::fast_import_available, nb::arg("array"),
+        "Whether the array's type publishes DLPack's C exchange API (the fast argument path).");
+  m.def("_convert", [](nb::args arrays) {
+    python::ArrayArgs converter;
+    for (nb::handle a : arrays) (void)converter.view(a, "array");
+    return arrays.size();
+  }, "Converts each argument as an op would and returns their count.");
+  m.def("_resolve_stream", [](nb::handle stream, nb::handle like) {
+    python::ArrayArgs converter;
+    return reinterpret_cast<std::uintptr_t>(python::resolve_stream(stream, like, converter.view(like, "like")));
+  }, nb::arg("stream").none(), nb::arg("like"), "The stream an op on `like` would use.");
 
   python::register_op_bindings(m);
 }
