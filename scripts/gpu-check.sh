@@ -43,6 +43,9 @@ if [[ $MODE != tests ]]; then
   if [[ -f "$FASTINFER_BUILD_DIR/python/fastinfer/__init__.py" ]]; then
     PYTHONPATH="$PWD/$FASTINFER_BUILD_DIR/python" python3 python/bench/host_overhead.py --cpp "$OUT/bench.json" \
       --json "$OUT/host_overhead_python.json" >>"$OUT/bench.txt" 2>&1 || echo "gpu-check: python host_overhead failed" >>"$OUT/bench.txt"
+    # Where a Python call's host time goes (argument import, stream look-up, wrapper, allocation).
+    PYTHONPATH="$PWD/$FASTINFER_BUILD_DIR/python" python3 python/bench/host_breakdown.py >>"$OUT/bench.txt" 2>&1 ||
+      echo "gpu-check: python host_breakdown failed" >>"$OUT/bench.txt"
   fi
   cat "$OUT/bench.txt"
   "$FASTINFER_BUILD_DIR/tools/fastinfer" plot "$OUT/bench.json" -o "$OUT/bench.png" || echo "gpu-check: plot failed"

@@ -58,6 +58,16 @@ if [[ $OFFLINE == 0 ]]; then
     cp -r /usr/include/CLI /usr/include/nlohmann /usr/include/dlpack .deps/bundle/include/
     cp -r /usr/src/googletest .deps/bundle/googletest
   fi
+
+  # pyproject.toml's pinned build requirements as wheels, for an offline `pip install .`
+  # (python/check_pip_install.sh with WHEELS=.deps/bundle/python-wheels).
+  if [[ ! -f .deps/bundle/python-wheels/stamp ]] || ! grep -qF "$(grep '^requires' pyproject.toml)" .deps/bundle/python-wheels/stamp; then
+    rm -rf .deps/bundle/python-wheels
+    .deps/venv/bin/pip download -q --only-binary=:all: -d .deps/bundle/python-wheels \
+      $(sed -n 's/^requires = \[\(.*\)\]/\1/p' pyproject.toml | tr -d '",') pytest==8.3.5 &&
+      grep '^requires' pyproject.toml >.deps/bundle/python-wheels/stamp ||
+      echo "setup: could not download the Python build requirements (offline pip install unavailable)" >&2
+  fi
 fi
 
 [[ -f .deps/cutlass/include/cute/tensor.hpp || -n "${FASTINFER_CUTLASS_DIR:-}" ]] || {

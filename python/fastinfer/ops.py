@@ -51,12 +51,11 @@ def chunk_gated_delta_rule(q, k, v, g=None, beta=None, scale=None, initial_state
     """
     if cu_seqlens is None:
         raise ValueError("chunk_gated_delta_rule: cu_seqlens must be given (packed varlen input)")
-    hsab = max(q.shape[1], v.shape[1])
     if output is None:
-        output = _empty(q, (q.shape[0], hsab, _HEAD_DIM))
+        output = _empty(q, (q.shape[0], max(q.shape[1], v.shape[1]), _HEAD_DIM))
     if output_final_state and output_state is None:
         n = cu_seqlens.shape[0] - 1 if state_indices is None else initial_state.shape[0]
-        output_state = _empty(q, (n, hsab, _HEAD_DIM, _HEAD_DIM), _dtype(q, "float32"))
+        output_state = _empty(q, (n, max(q.shape[1], v.shape[1]), _HEAD_DIM, _HEAD_DIM), _dtype(q, "float32"))
     _C.gdn_prefill(q, k, v, cu_seqlens, output, g, beta, 0.0 if scale is None else float(scale),
                    bool(use_qk_l2norm_in_kernel), initial_state, output_state, state_indices,
                    int(checkpoint_every_n_tokens), state_checkpoints, checkpoint_cu_starts, stream,
