@@ -100,11 +100,12 @@ struct Problem {
   }
 };
 
-// L<lanes>R<rows>W<warps>, then P<ctas per SM> for the pipelined kernel.
+// L<lanes>R<rows>W<warps>, then P<ctas per SM> for the pipelined kernel, C for the tensor-core one.
 std::string tactic_label(const gdn::DecodeTactic& t) {
   std::string label =
       "L" + std::to_string(t.lanes_per_row) + "R" + std::to_string(t.rows_per_thread) + "W" + std::to_string(t.warps);
   if (t.pipelined()) label += "P" + std::to_string(t.ctas_per_sm);
+  if (t.chunked) label += "C";
   return label;
 }
 

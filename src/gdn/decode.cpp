@@ -6,8 +6,10 @@
 #include <cmath>
 
 #include "fastinfer/device.h"
+#include "fastinfer/tune.h"
 #include "gdn/decode_params.h"
 #include "gdn/decode_runner.h"
+#include "gdn/decode_tunable.h"
 #include "gdn/decode_validate.h"
 #include "ref/gdn_decode_ref.h"
 #include "runtime/check.h"
@@ -84,11 +86,26 @@ void decode(const DecodeArgs& args, Stream stream) {
   if (args.q.size(0) == 0 || args.q.size(1) == 0) return;
 
   const DecodeParams params = make_decode_params(args);
-  const DecodeConfig config{args.q.dtype, args.state.dtype,
-                            choose_decode_tactic(args.state.dtype, params.batch, params.heads_v, params.tokens, info)};
-  const std::shared_ptr<const DecodeRunner> runner = decode_runner(config);
+  // The tactic: tuned for this batch bucket (memory, then cache files), else the heuristic (-1).
+  const std::shared_ptr<const detail::DecodeOpRunner> runner = detail::decode_op_runner(
+      ctx.device.index, args.q.dtype, args.state.dtype, params.tokens, params.heads_qk, params.heads_v);
+  tune::Choice choice = tune::Tuner::global().choose(runner->tune_key(), params.batch);
   DeviceGuard guard(ctx.device.index);
-  runner->run(params, ctx.stream);
+  if (choice.source == tune::Source::kDefault && tune::tuning_enabled(runner->tune_key().op())) {
+    detail::BoundDecode bound(runner, params, ctx.device.index, ctx.stream);  // never writes the live pool
+    choice = tune::Tuner::global().tune_one(bound, params.batch, ctx.stream);
+  }
+  runner->run(params, choice.tactic, ctx.stream);
 }
+
+namespace {
+// `fastinfer tune --op gdn_decode[_bf16state]`: M = batch, N = state heads, K = tokens.
+const tune::TunableOpRegistration kTunableF32{
+    {"gdn_decode", "GDN decode / MTP, fp32 state pool (M: batch, N: state heads, K: tokens)",
+     [](const tune::TuneRequest& r) { return detail::make_tunable_decode(r, DType::kFloat32); }}};
+const tune::TunableOpRegistration kTunableBf16{
+    {"gdn_decode_bf16state", "GDN decode / MTP, bf16 state pool (M: batch, N: state heads, K: tokens)",
+     [](const tune::TuneRequest& r) { return detail::make_tunable_decode(r, DType::kBFloat16); }}};
+}  // namespace
 
 }  // namespace fastinfer::gdn

@@ -5,6 +5,7 @@
 
 #include "fastinfer/device.h"
 #include "fastinfer/error.h"
+#include "gdn/decode_chunked_launch.h"
 #include "runtime/runner_cache.h"
 
 namespace fastinfer::gdn {
@@ -51,6 +52,13 @@ const std::array<std::array<PipelinedEntry, 4>, 4> kPipelined = {
     pipelined_for<DType::kBFloat16, DType::kFloat32>(), pipelined_for<DType::kBFloat16, DType::kBFloat16>(),
     pipelined_for<DType::kFloat16, DType::kFloat32>(), pipelined_for<DType::kFloat16, DType::kBFloat16>()};
 
+// The tensor-core kernel: bf16 pools only.
+inline constexpr DecodeTactic kChunkedTactic{4, 2, 8, 1, true};
+const std::array<PipelinedEntry, 2> kChunked = {{
+    {DType::kBFloat16, DType::kBFloat16, kChunkedTactic, &launch_decode_chunked_sm90<DType::kBFloat16>},
+    {DType::kFloat16, DType::kBFloat16, kChunkedTactic, &launch_decode_chunked_sm90<DType::kFloat16>},
+}};
+
 // The register kernel takes any warp count whose CTA rows divide a state.
 constexpr int kRegisterWarpCounts[] = {1, 2, 4, 8};
 
@@ -71,6 +79,8 @@ PipelinedDecodeLauncher find_pipelined_launcher(const DecodeConfig& c) {
   for (const auto& family : kPipelined)
     for (const PipelinedEntry& e : family)
       if (e.act == c.act && e.state == c.state && e.tactic == c.tactic) return e.launch;
+  for (const PipelinedEntry& e : kChunked)
+    if (e.act == c.act && e.state == c.state && e.tactic == c.tactic) return e.launch;
   return nullptr;
 }
 
@@ -88,7 +98,8 @@ DecodeRunner::DecodeRunner(const DecodeConfig& config)
                 "gdn::decode: no kernel for activations " + std::string(dtype_name(config.act)) + ", state " +
                     std::string(dtype_name(config.state)) + ", tactic lanes_per_row=" +
                     std::to_string(t.lanes_per_row) + " rows_per_thread=" + std::to_string(t.rows_per_thread) +
-                    " warps=" + std::to_string(t.warps) + " ctas_per_sm=" + std::to_string(t.ctas_per_sm));
+                    " warps=" + std::to_string(t.warps) + " ctas_per_sm=" + std::to_string(t.ctas_per_sm) +
+                    (t.chunked ? " chunked" : ""));
   }
 }
 
@@ -109,6 +120,8 @@ std::vector<DecodeTactic> decode_tactics(DType act, DType state) {
   for (const auto& family : kPipelined)
     for (const PipelinedEntry& e : family)
       if (e.act == act && e.state == state) out.push_back(e.tactic);
+  for (const PipelinedEntry& e : kChunked)
+    if (e.act == act && e.state == state) out.push_back(e.tactic);
   return out;
 }
 

@@ -23,11 +23,14 @@ namespace fastinfer::gdn {
 // ctas_per_sm == 0: the register kernel, one CTA per block, loads straight into registers.
 // ctas_per_sm > 0: the pipelined kernel, that many persistent CTAs per SM (each with one more,
 // producer, warp) streaming blocks through a ring of shared-memory stages with bulk copies.
+// chunked: the tensor-core kernel (bf16 pools; decode_chunked_sm90.cuh), pipelined like the
+// above with whole-state tiles, lanes_per_row = 4 (an mma quad) and 2 rows per thread.
 struct DecodeTactic {
   int lanes_per_row = 8;
   int rows_per_thread = 2;
   int warps = 4;
   int ctas_per_sm = 0;
+  bool chunked = false;
   friend bool operator==(const DecodeTactic&, const DecodeTactic&) = default;
 
   int rows_per_cta() const { return warps * (32 / lanes_per_row) * rows_per_thread; }
@@ -47,7 +50,8 @@ struct DecodeConfigHash {
     h = h * 31 + static_cast<std::size_t>(c.tactic.lanes_per_row);
     h = h * 31 + static_cast<std::size_t>(c.tactic.rows_per_thread);
     h = h * 31 + static_cast<std::size_t>(c.tactic.warps);
-    return h * 31 + static_cast<std::size_t>(c.tactic.ctas_per_sm);
+    h = h * 31 + static_cast<std::size_t>(c.tactic.ctas_per_sm);
+    return h * 2 + static_cast<std::size_t>(c.tactic.chunked);
   }
 };
 

@@ -16,6 +16,8 @@
 #include "fastinfer/gdn.h"
 #include "gdn/decode_params.h"
 #include "gdn/decode_runner.h"
+#include "gdn/decode_tunable.h"
+#include "fastinfer/tune.h"
 #include "ref/gdn_decode_ref.h"
 #include "support/gpu_test.h"
 
@@ -284,7 +286,8 @@ TEST_F(GdnDecodeGpuExtra, StridedActivationsAndGates) {
 
 std::string tactic_name(DType state, const gdn::DecodeTactic& t) {
   return "state " + std::string(dtype_name(state)) + " lanes " + std::to_string(t.lanes_per_row) + " rows " +
-         std::to_string(t.rows_per_thread) + " warps " + std::to_string(t.warps) + " ctas/SM " + std::to_string(t.ctas_per_sm);
+         std::to_string(t.rows_per_thread) + " warps " + std::to_string(t.warps) + " ctas/SM " + std::to_string(t.ctas_per_sm) +
+         (t.chunked ? " chunked" : "");
 }
 
 TEST_F(GdnDecodeGpuExtra, EveryTacticMatchesReference) {
@@ -357,6 +360,83 @@ TEST_F(GdnDecodeGpuExtra, PipelinedTacticsOnLargeBatches) {
       if (HasFatalFailure() || HasFailure()) return;
     }
   EXPECT_GT(tested, 0) << "no pipelined tactic instantiated";
+}
+
+// The tensor-core kernel (bf16 pools): gates that underflow the decay products and saturate beta,
+// every window length it stages (1..8, fp32 intermediate states), and bit-identical repeats.
+TEST_F(GdnDecodeGpuExtra, ChunkedKernelGatesWindowsAndDeterminism) {
+  const gdn::DecodeTactic chunked{4, 2, 8, 1, true};
+  for (DType act : {DType::kBFloat16, DType::kFloat16}) {
+    const gdn::DecodeConfig config{act, DType::kBFloat16, chunked};
+    ASSERT_TRUE(gdn::DecodeRunner::can_implement(config));
+    for (int T : {1, 2, 3, 4, 5, 6, 7, 8}) {
+      SCOPED_TRACE("T " + std::to_string(T) + (act == DType::kFloat16 ? " fp16" : " bf16"));
+      DecodeShape s = shape(6, T, 4, 8, DType::kBFloat16);
+      s.act = act;
+      s.with_intermediate = T % 2 == 1; s.padded = 1; s.out_of_place = T % 3 == 0;
+      DecodeProblem p = make_decode_problem(s, 4000 + T);
+      if (T >= 4) {  // strong and weak gates: alpha down to 0, beta at 0 and 1
+        std::mt19937_64 rng(T);
+        std::uniform_int_distribution<int> pick(0, 3);
+        const double a_values[4] = {-30.0, -1.0, 19.5, 35.0}, b_values[4] = {-12.0, 0.0, 3.0, 12.0};
+        for (std::int64_t i = 0; i < p.a.numel(); ++i) p.a.set(i, a_values[pick(rng)]), p.b.set(i, b_values[pick(rng)]);
+        for (std::int64_t h = 0; h < 8; ++h) p.A_log.set(h, h % 2 ? -8.0 : 1.5);
+      }
+      check_against_reference(p, gdn::decode_runner(config).get());
+      if (HasFatalFailure() || HasFailure()) return;
+    }
+  }
+  // Determinism: the same call twice (out of place, so the input stays) gives the same bytes.
+  DecodeShape s = shape(300, 4, 16, 32, DType::kBFloat16);
+  s.out_of_place = true; s.padded = 7;
+  const DecodeProblem p = make_decode_problem(s, 4100);
+  DeviceProblem dev(p);
+  auto runner = gdn::decode_runner({DType::kBFloat16, DType::kBFloat16, chunked});
+  DecodeProblem first = p, second = p;
+  runner->run(gdn::make_decode_params(dev.args), nullptr);
+  CUDA_OK(cudaDeviceSynchronize());
+  dev.download_into(first);
+  CUDA_OK(cudaMemset(dev.output.ptr, 0xff, p.output.nbytes()));
+  runner->run(gdn::make_decode_params(dev.args), nullptr);
+  CUDA_OK(cudaDeviceSynchronize());
+  dev.download_into(second);
+  EXPECT_TRUE(same_bytes(first.output, second.output, 0, p.output.numel())) << "outputs differ between runs";
+  EXPECT_TRUE(same_bytes(first.state, second.state, 0, p.state.numel())) << "states differ between runs";
+}
+
+// Tune mode on live inputs: every tactic is profiled on a scratch copy of the call's states, so the
+// live pool advances exactly once (what the reference computes); the winner is kept for the
+// batch's bucket and served to the next call of the bucket without profiling; every tactic id put
+// into the cache by hand runs and is right.
+TEST_F(GdnDecodeGpuExtra, TuneModeProfilesOnAScratchPoolAndKeepsTheWinner) {
+  DecodeShape s = shape(40, 4, 8, 16, DType::kBFloat16);
+  s.padded = 3;
+  tune::Tuner& tuner = tune::Tuner::global();
+  const std::uint64_t before = tuner.profile_count();
+  {
+    tune::Scope scope({.tune_mode = true});
+    check_against_reference(make_decode_problem(s, 5100));
+    if (HasFailure()) return;
+  }
+  EXPECT_GT(tuner.profile_count(), before);
+  const auto runner = gdn::detail::decode_op_runner(0, DType::kBFloat16, DType::kBFloat16, 4, 8, 16);
+  const tune::Choice tuned = tuner.choose(runner->tune_key(), 40);
+  EXPECT_EQ(tuned.source, tune::Source::kMemory);
+  std::printf("[ tuned    ] B=40 T=4 8x16 bf16 pool: %s\n", runner->tactic_name(tuned.tactic).c_str());
+  const std::uint64_t after = tuner.profile_count();
+  {
+    tune::Scope scope({.tune_mode = true});
+    DecodeShape o = s;
+    o.out_of_place = true; o.with_intermediate = true;
+    check_against_reference(make_decode_problem(o, 5101));
+  }
+  EXPECT_EQ(tuner.profile_count(), after) << "a tuned bucket is not profiled again";
+  for (int id = 0; id < runner->tactic_count(); ++id) {
+    SCOPED_TRACE(runner->tactic_name(id));
+    tuner.insert(runner->tune_key(), runner->tune_key().mapper().bucket(40), id);
+    check_against_reference(make_decode_problem(s, 5200 + id));
+    if (HasFailure()) return;
+  }
 }
 
 TEST_F(GdnDecodeGpuExtra, GraphCaptureOnAStream) {

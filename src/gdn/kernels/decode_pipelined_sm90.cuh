@@ -88,6 +88,11 @@ struct PipelinedConfig {
   };
   static constexpr int kSmemBytes = int(sizeof(Smem));
   static_assert(kSmemBytes + kSmemReservedPerCta <= kSmemPerSm / kCtasPerSm);
+
+  // Producer lane `lane`: the bulk copies of a tile into a stage (the tile as it lies in the pool).
+  __device__ static void load_state(Stage& st, const State* tile, std::uint64_t* full, int lane) {
+    if (lane == 0) bulk_load(st.state, tile, kTileBytes, full);
+  }
 };
 
 struct ItemCoords {
@@ -135,12 +140,10 @@ __device__ void produce(const DecodeParams& p, typename Cfg::Smem& smem, int ite
       continue;
     }
     const std::uint32_t token_bytes = (2 * kDecodeHeadDim + Cfg::kTileRows) * sizeof(Act);
-    if (lane == 0) {
-      mbarrier_arrive_expect_tx(&smem.full[s], Cfg::kTileBytes + p.tokens * token_bytes);
-      const State* tile = static_cast<const State*>(p.state) + (std::int64_t{in_slot} * p.heads_v + at.head_v) * kStateElems +
-                          at.row0 * kDecodeHeadDim;
-      bulk_load(st.state, tile, Cfg::kTileBytes, &smem.full[s]);
-    }
+    if (lane == 0) mbarrier_arrive_expect_tx(&smem.full[s], Cfg::kTileBytes + p.tokens * token_bytes);
+    const State* tile = static_cast<const State*>(p.state) + (std::int64_t{in_slot} * p.heads_v + at.head_v) * kStateElems +
+                        at.row0 * kDecodeHeadDim;
+    Cfg::load_state(st, tile, &smem.full[s], lane);  // the stage's state layout is the config's
     // Lane 3t + {0, 1, 2}: q, k, v of token t.
     if (lane < 3 * p.tokens) {
       const int t = lane / 3, which = lane % 3;

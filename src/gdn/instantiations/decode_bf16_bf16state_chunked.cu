@@ -1,0 +1,9 @@
+// Tensor-core (chunked) decode kernels for bf16 activations with a bf16 state pool.
+#include "gdn/decode_chunked_launch.h"
+#include "gdn/kernels/decode_chunked_sm90.cuh"
+
+namespace fastinfer::gdn {
+
+template void launch_decode_chunked_sm90<DType::kBFloat16>(const DecodeParams&, Stream);
+
+}  // namespace fastinfer::gdn

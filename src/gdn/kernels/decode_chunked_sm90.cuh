@@ -1,0 +1,408 @@
+#pragma once
+// Tensor-core GDN decode / MTP kernel for bf16 state pools (sm_90a): the pipelined kernel's
+// producer and stage ring (decode_pipelined_sm90.cuh) with consumers that run the T tokens of a
+// state in the chunked form (decode_chunk_math.cuh) instead of T sequential passes:
+//   1. warp t (< T) normalises k_0..k_t and q_t, forms k_s.k_t and k_s.q_t and row t of the
+//      per-tile coefficients, and writes k_t, q_t as bf16 hi + lo (the mma operand B);
+//   2. warp w holds state rows 8m + w (m = 0..15) as mma A fragments, straight from the stage
+//      (bf16 state is the operand as is), and forms H0 [k_0..k_T-1 q_0..q_T-1] with
+//      m16n8k16 mma (hi and lo halves of B accumulate into one fp32 result);
+//   3. each row solves its T x T triangular system (u, outputs) in registers, quad-redundantly;
+//   4. the rank-T update H_T = P H0 + sum_s w_s k_s^T runs in fp32 on the A fragments, which are
+//      rounded back to bf16 and put into the stage with stmatrix for the bulk store.
+// The stage holds the tile as 16 chunks of 8 rows, each chunk followed by 16 bytes of padding, so
+// the 8 row addresses of one ldmatrix/stmatrix (rows 8m + w of 8 chunks) hit distinct banks.
+// Intermediate states (MTP) are formed token by token from the known u (2 flops per element and
+// token) and stored from registers.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+
+#include "fastinfer/context.h"
+#include "gdn/decode_chunked_launch.h"
+#include "gdn/decode_launch.h"
+#include "gdn/decode_params.h"
+#include "gdn/kernels/decode_bulk_copy.cuh"
+#include "gdn/kernels/decode_chunk_math.cuh"
+#include "gdn/kernels/decode_pipelined_sm90.cuh"
+#include "gdn/kernels/decode_sm90.cuh"
+#include "gdn/kernels/decode_token_step.cuh"
+#include "gdn/kernels/decode_vector_io.cuh"
+#include "runtime/cuda_check.h"
+#include "runtime/once_per_device.h"
+
+namespace fastinfer::gdn::decode_sm90 {
+
+__device__ __forceinline__ void ldmatrix_x4(std::uint32_t (&r)[4], std::uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr)
+               : "memory");
+}
+
+__device__ __forceinline__ void stmatrix_x4(std::uint32_t addr, const std::uint32_t (&r)[4]) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};" ::"r"(addr), "r"(r[0]), "r"(r[1]),
+               "r"(r[2]), "r"(r[3])
+               : "memory");
+}
+
+// d += a b for one m16n8k16 bf16 product with fp32 accumulation.
+__device__ __forceinline__ void mma_bf16(float (&d)[4], const std::uint32_t (&a)[4], std::uint32_t b0, std::uint32_t b1) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// kTokens: 4 or 8, the most tokens of a window (B has 2 kTokens columns per hi/lo half).
+template <class Act, int kTokens>
+struct ChunkedConfig {
+  using State = __nv_bfloat16;
+  static constexpr int kConsumerWarpCount = 8;
+  static constexpr int kConsumerThreads = kConsumerWarpCount * 32;
+  static constexpr int kThreads = kConsumerThreads + 32;  // + the producer warp
+  static constexpr int kTileRows = kDecodeHeadDim;        // whole states
+  static constexpr int kTilesPerState = 1;
+  static constexpr int kRowBytes = kDecodeHeadDim * int(sizeof(State));
+  static constexpr int kTileBytes = kTileRows * kRowBytes;
+  static constexpr int kChunkRows = 8, kChunks = kTileRows / kChunkRows;
+  static constexpr int kChunkPitch = kChunkRows * kRowBytes + 16;  // 16 B of padding: conflict-free ldmatrix
+  static constexpr int kOperandPitch = kDecodeHeadDim + 8;         // bf16 per B row (272 B, conflict-free)
+  static constexpr int kOperandRows = 4 * kTokens;                 // k hi, q hi, k lo, q lo
+  static constexpr int kHiTiles = 2 * kTokens / 8;                 // n-tiles of one half of B
+  static_assert(kTokens == 4 || kTokens == 8);
+  static_assert(kTokens <= kPipelinedMaxTokens);
+
+  struct alignas(16) Stage {
+    unsigned char state[kChunks * kChunkPitch];
+    Act q[kPipelinedMaxTokens][kDecodeHeadDim];
+    Act k[kPipelinedMaxTokens][kDecodeHeadDim];
+    Act v[kPipelinedMaxTokens][kTileRows];
+    float alpha[kPipelinedMaxTokens], beta[kPipelinedMaxTokens];
+    int in_slot, out_slot;
+  };
+  struct Tokens {
+    float k[kTokens][kDecodeHeadDim];  // normalised; rows >= T stay zero
+    alignas(16) __nv_bfloat16 operand[kOperandRows][kOperandPitch];
+    ChunkCoefficients<kTokens> coef;
+  };
+  static constexpr int kFixedBytes = int(sizeof(Tokens)) + 2 * 8 * 8 + 16;
+  static constexpr int kStages =
+      std::min(8, ((kSmemPerSm - kSmemReservedPerCta) - kFixedBytes) / int(sizeof(Stage)));
+  static_assert(kStages >= 3, "the ring needs a stage in work, one storing and one loading");
+
+  struct Smem {
+    Stage stage[kStages];
+    Tokens tokens;
+    std::uint64_t full[kStages], empty[kStages];
+  };
+  static constexpr int kSmemBytes = int(sizeof(Smem));
+  static_assert(kSmemBytes + kSmemReservedPerCta <= kSmemPerSm);
+
+  // Producer lanes 0..15: one bulk copy per 8-row chunk into its padded place.
+  __device__ static void load_state(Stage& st, const State* tile, std::uint64_t* full, int lane) {
+    if (lane < kChunks)
+      bulk_load(st.state + lane * kChunkPitch, tile + lane * kChunkRows * kDecodeHeadDim, kChunkRows * kRowBytes, full);
+  }
+};
+
+__device__ __forceinline__ float normalised_scale(const float (&x)[4], bool l2norm) {
+  if (!l2norm) return 1.0f;
+  float xx = 0.0f;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) xx = fmaf(x[i], x[i], xx);
+  return rsqrtf(warp_sum(xx) + 1e-6f);
+}
+
+__device__ __forceinline__ float dot4(const float (&x)[4], const float (&y)[4]) {
+  return fmaf(x[0], y[0], fmaf(x[1], y[1], fmaf(x[2], y[2], x[3] * y[3])));
+}
+
+// bf16 hi and lo of 4 floats, as two 8-byte words.
+__device__ __forceinline__ void split_bf16(const float (&x)[4], uint2& hi, uint2& lo) {
+  float h[4], l[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    h[i] = __bfloat162float(__float2bfloat16_rn(x[i]));
+    l[i] = x[i] - h[i];
+  }
+  hi = make_uint2(pack_pair<__nv_bfloat16>(h[0], h[1]), pack_pair<__nv_bfloat16>(h[2], h[3]));
+  lo = make_uint2(pack_pair<__nv_bfloat16>(l[0], l[1]), pack_pair<__nv_bfloat16>(l[2], l[3]));
+}
+
+// Step 1, by warp t < T: the operand rows of token t and row t of the coefficients.
+template <class Cfg, class Act, int kTokens>
+__device__ void prepare_token(const DecodeParams& p, const typename Cfg::Stage& st, typename Cfg::Tokens& tok, int t, int lane) {
+  float qt[4], kt[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  load_floats<Act, 4, LoadPolicy::kPlain>(&st.q[t][4 * lane], qt);
+  const float q_scale = normalised_scale(qt, p.use_qk_l2norm);
+  // k_0..k_t normalised by this warp (no barrier between the token warps); t is the warp index,
+  // so the static loops select instead of indexing registers with it.
+  float kn[kTokens][4];
+#pragma unroll
+  for (int s = 0; s < kTokens; ++s) {
+    kn[s][0] = kn[s][1] = kn[s][2] = kn[s][3] = 0.0f;
+    if (s <= t) {
+      load_floats<Act, 4, LoadPolicy::kPlain>(&st.k[s][4 * lane], kn[s]);
+      const float k_scale = normalised_scale(kn[s], p.use_qk_l2norm);
+#pragma unroll
+      for (int i = 0; i < 4; ++i) kn[s][i] *= k_scale;
+    }
+    if (s == t) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) kt[i] = kn[s][i];
+    }
+  }
+  float kk_dot[kTokens], kq_dot[kTokens];
+#pragma unroll
+  for (int s = 0; s < kTokens; ++s) {
+    kk_dot[s] = kq_dot[s] = 0.0f;
+    if (s <= t) {  // warp-uniform
+      kk_dot[s] = warp_sum(dot4(kn[s], kt));
+      kq_dot[s] = warp_sum(dot4(kn[s], qt)) * q_scale;  // q_t is scaled below
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < 4; ++i) qt[i] *= q_scale;
+  *reinterpret_cast<float4*>(&tok.k[t][4 * lane]) = make_float4(kt[0], kt[1], kt[2], kt[3]);
+  uint2 hi, lo;
+  split_bf16(kt, hi, lo);
+  *reinterpret_cast<uint2*>(&tok.operand[t][4 * lane]) = hi;
+  *reinterpret_cast<uint2*>(&tok.operand[2 * kTokens + t][4 * lane]) = lo;
+  split_bf16(qt, hi, lo);
+  *reinterpret_cast<uint2*>(&tok.operand[kTokens + t][4 * lane]) = hi;
+  *reinterpret_cast<uint2*>(&tok.operand[3 * kTokens + t][4 * lane]) = lo;
+  if (lane == 0) chunk_coefficient_row<kTokens>(t, p.tokens, st.alpha, st.beta[t], kk_dot, kq_dot, tok.coef);
+}
+
+template <class Cfg, class Act, int kTokens>
+__device__ void consume_chunked(const DecodeParams& p, typename Cfg::Smem& smem, int items) {
+  using State = typename Cfg::State;
+  constexpr std::int64_t kStateElems = std::int64_t{kDecodeHeadDim} * kDecodeHeadDim;
+  const int tid = threadIdx.x;  // < kConsumerThreads
+  const int warp = tid / 32, lane = tid % 32;
+  const int g = lane / 4, c4 = lane % 4;  // mma fragment coordinates
+  const int T = p.tokens;
+  typename Cfg::Tokens& tok = smem.tokens;
+  // This thread's two state rows: fragment rows g and g + 8 are state rows 8 m + warp.
+  const int rows[2] = {8 * g + warp, 8 * (g + 8) + warp};
+  // ldmatrix/stmatrix row address of this lane within a stage (k-step 0), and of the B operand.
+  const int a_offset = ((lane % 8) + 8 * ((lane / 8) % 2)) * Cfg::kChunkPitch + warp * Cfg::kRowBytes + 16 * (lane / 16);
+  const std::uint32_t b_base = smem_address(&tok.operand[lane % 8][8 * (lane / 8)]);
+
+  int prev_stage = -1;  // warp 0: the stage whose bulk stores were issued one item ago
+  int i = 0;
+  for (int item = blockIdx.x; item < items; item += gridDim.x, ++i) {
+    const int s = i % Cfg::kStages;
+    mbarrier_wait(&smem.full[s], (i / Cfg::kStages) & 1);
+    typename Cfg::Stage& st = smem.stage[s];
+    const int seq = item / p.heads_v, head_v = item % p.heads_v;
+    const int in_slot = st.in_slot, out_slot = st.out_slot;
+    const bool store = in_slot >= 0 && p.update_state && out_slot >= 0 && out_slot < p.pool_size;
+
+    if (in_slot < 0) {  // padding: zero output rows (uniform branch: no barrier inside)
+      for (int e = tid; e < T * kDecodeHeadDim; e += Cfg::kConsumerThreads)
+        token_row<Act>(p.output, seq, e / kDecodeHeadDim, head_v)[e % kDecodeHeadDim] = from_float<Act>(0.0f);
+    } else {
+      const std::uint32_t a_base = smem_address(st.state) + a_offset;
+      std::uint32_t a[8][4];  // the warp's 16 rows x 128 columns, k-step by k-step
+#pragma unroll
+      for (int ks = 0; ks < 8; ++ks) ldmatrix_x4(a[ks], a_base + 32 * ks);
+
+      if (warp < T) prepare_token<Cfg, Act, kTokens>(p, st, tok, warp, lane);
+      named_barrier_sync(1, Cfg::kConsumerThreads);
+
+      // H0 [k q]: hi and lo halves of B into one accumulator per n-tile.
+      float acc[Cfg::kHiTiles][4];
+#pragma unroll
+      for (int j = 0; j < Cfg::kHiTiles; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
+#pragma unroll
+      for (int ks = 0; ks < 8; ks += 2)
+#pragma unroll
+        for (int j = 0; j < Cfg::kHiTiles; ++j) {
+          std::uint32_t bh[4], bl[4];
+          const std::uint32_t at = b_base + 2 * (8 * j * Cfg::kOperandPitch + 16 * ks);
+          ldmatrix_x4(bh, at);
+          ldmatrix_x4(bl, at + 2 * (2 * kTokens * Cfg::kOperandPitch));
+          mma_bf16(acc[j], a[ks], bh[0], bh[1]);
+          mma_bf16(acc[j], a[ks], bl[0], bl[1]);
+          mma_bf16(acc[j], a[ks + 1], bh[2], bh[3]);
+          mma_bf16(acc[j], a[ks + 1], bl[2], bl[3]);
+        }
+      // Every lane of a quad gets the 2 kTokens products of its two rows.
+      float prod[2][2 * kTokens];
+#pragma unroll
+      for (int j = 0; j < Cfg::kHiTiles; ++j)
+#pragma unroll
+        for (int src = 0; src < 4; ++src)
+#pragma unroll
+          for (int r = 0; r < 4; ++r)
+            prod[r / 2][8 * j + 2 * src + r % 2] = __shfl_sync(0xffffffffu, acc[j][r], (lane & ~3) | src);
+
+      const ChunkCoefficients<kTokens>& coef = tok.coef;
+      float u[2][kTokens];
+#pragma unroll
+      for (int ri = 0; ri < 2; ++ri) {
+        float v[kTokens], o[kTokens];
+#pragma unroll
+        for (int t = 0; t < kTokens; ++t) v[t] = t < T ? to_float(st.v[t][rows[ri]]) : 0.0f;
+        chunk_row_solve<kTokens>(coef, T, &prod[ri][0], &prod[ri][kTokens], v, u[ri], o);
+#pragma unroll
+        for (int t = 0; t < kTokens; ++t)
+          if (t < T && (t & 3) == c4) token_row<Act>(p.output, seq, t, head_v)[rows[ri]] = from_float<Act>(p.scale * o[t]);
+      }
+
+      if (p.intermediate != nullptr) {
+        // Token by token from H0: H_t = alpha_t H_{t-1} + u_t k_t^T, stored after each token.
+        float h[8][8];  // [k-step][register * 2 + half]
+#pragma unroll
+        for (int ks = 0; ks < 8; ++ks)
+#pragma unroll
+          for (int r = 0; r < 4; ++r) unpack_pair<__nv_bfloat16>(a[ks][r], h[ks][2 * r], h[ks][2 * r + 1]);
+        for (int t = 0; t < T; ++t) {
+          const float alpha = st.alpha[t];
+          float ut[2];
+#pragma unroll
+          for (int ri = 0; ri < 2; ++ri) {
+            ut[ri] = 0.0f;
+#pragma unroll
+            for (int tt = 0; tt < kTokens; ++tt) ut[ri] = tt == t ? u[ri][tt] : ut[ri];
+          }
+          const std::int64_t base = ((std::int64_t{seq} * T + t) * p.heads_v + head_v) * kStateElems;
+#pragma unroll
+          for (int ks = 0; ks < 8; ++ks)
+#pragma unroll
+            for (int r = 0; r < 4; ++r) {
+              const int col = 16 * ks + 2 * c4 + 8 * (r / 2);
+              const float2 k2 = *reinterpret_cast<const float2*>(&tok.k[0][0] + t * kDecodeHeadDim + col);
+              float& x0 = h[ks][2 * r];
+              float& x1 = h[ks][2 * r + 1];
+              x0 = fmaf(ut[r % 2], k2.x, alpha * x0);
+              x1 = fmaf(ut[r % 2], k2.y, alpha * x1);
+              const std::int64_t at = base + std::int64_t{rows[r % 2]} * kDecodeHeadDim + col;
+              if (p.intermediate_is_bf16)
+                *reinterpret_cast<std::uint32_t*>(static_cast<__nv_bfloat16*>(p.intermediate) + at) = pack_pair<__nv_bfloat16>(x0, x1);
+              else
+                *reinterpret_cast<float2*>(static_cast<float*>(p.intermediate) + at) = make_float2(x0, x1);
+            }
+        }
+#pragma unroll
+        for (int ks = 0; ks < 8; ++ks)
+#pragma unroll
+          for (int r = 0; r < 4; ++r) a[ks][r] = pack_pair<__nv_bfloat16>(h[ks][2 * r], h[ks][2 * r + 1]);
+      } else if (store) {
+        // H_T = P(T-1, -1) H0 + sum_s P(T-1, s) u_s k_s^T.
+        const float decay = coef.decay_from_start[T - 1];
+        float w[2][kTokens];
+#pragma unroll
+        for (int t = 0; t < kTokens; ++t) w[0][t] = coef.decay_to_end[t] * u[0][t], w[1][t] = coef.decay_to_end[t] * u[1][t];
+#pragma unroll
+        for (int ks = 0; ks < 8; ++ks) {
+          float h[8];
+#pragma unroll
+          for (int r = 0; r < 4; ++r) {
+            unpack_pair<__nv_bfloat16>(a[ks][r], h[2 * r], h[2 * r + 1]);
+            h[2 * r] *= decay;
+            h[2 * r + 1] *= decay;
+          }
+#pragma unroll
+          for (int t = 0; t < kTokens; ++t) {
+            if (t < T) {
+              const float* kt = &tok.k[0][0] + t * kDecodeHeadDim + 16 * ks + 2 * c4;
+              const float2 k_lo = *reinterpret_cast<const float2*>(kt);
+              const float2 k_hi = *reinterpret_cast<const float2*>(kt + 8);
+              h[0] = fmaf(w[0][t], k_lo.x, h[0]), h[1] = fmaf(w[0][t], k_lo.y, h[1]);
+              h[2] = fmaf(w[1][t], k_lo.x, h[2]), h[3] = fmaf(w[1][t], k_lo.y, h[3]);
+              h[4] = fmaf(w[0][t], k_hi.x, h[4]), h[5] = fmaf(w[0][t], k_hi.y, h[5]);
+              h[6] = fmaf(w[1][t], k_hi.x, h[6]), h[7] = fmaf(w[1][t], k_hi.y, h[7]);
+            }
+          }
+#pragma unroll
+          for (int r = 0; r < 4; ++r) a[ks][r] = pack_pair<__nv_bfloat16>(h[2 * r], h[2 * r + 1]);
+        }
+      }
+      if (store) {
+#pragma unroll
+        for (int ks = 0; ks < 8; ++ks) stmatrix_x4(a_base + 32 * ks, a[ks]);
+        fence_async_shared();  // the bulk store (async proxy) reads what this thread wrote
+      }
+    }
+    // Every consumer is done with the stage and with `tok`; the tile in the stage is final.
+    named_barrier_sync(1, Cfg::kConsumerThreads);
+
+    if (warp == 0) {
+      if (store && lane < Cfg::kChunks) {
+        State* tile = static_cast<State*>(p.state) + (std::int64_t{out_slot} * p.heads_v + head_v) * kStateElems;
+        bulk_store(tile + lane * Cfg::kChunkRows * kDecodeHeadDim, st.state + lane * Cfg::kChunkPitch,
+                   Cfg::kChunkRows * Cfg::kRowBytes);
+      }
+      bulk_commit();
+      bulk_wait_read<1>();  // this lane's store of one item ago has read its stage
+      __syncwarp();
+      if (lane == 0 && prev_stage >= 0) mbarrier_arrive(&smem.empty[prev_stage]);
+      prev_stage = s;
+    }
+  }
+  if (warp == 0) bulk_wait_read<0>();  // shared memory must outlive the last stores' reads
+}
+
+template <class Act, int kTokens>
+__global__ void __launch_bounds__(ChunkedConfig<Act, kTokens>::kThreads, 1)
+    gdn_decode_chunked_kernel(const __grid_constant__ DecodeParams p) {
+  using Cfg = ChunkedConfig<Act, kTokens>;
+  extern __shared__ __align__(16) unsigned char smem_bytes[];
+  auto& smem = *reinterpret_cast<typename Cfg::Smem*>(smem_bytes);
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < Cfg::kStages; ++s) {
+      mbarrier_init(&smem.full[s], 1);   // the producer's arrival (+ the copies' bytes)
+      mbarrier_init(&smem.empty[s], 1);  // warp 0's arrival once its stores have read the stage
+    }
+    mbarrier_init_fence();
+  }
+  // Tokens past T keep zero operand rows and k rows for the whole launch.
+  for (int e = threadIdx.x; e < kTokens * kDecodeHeadDim; e += blockDim.x) (&smem.tokens.k[0][0])[e] = 0.0f;
+  for (int e = threadIdx.x; e < Cfg::kOperandRows * Cfg::kOperandPitch; e += blockDim.x)
+    (&smem.tokens.operand[0][0])[e] = __float2bfloat16_rn(0.0f);
+  __syncthreads();
+  const int items = p.batch * p.heads_v;
+  if (threadIdx.x >= Cfg::kConsumerThreads) produce<Cfg, Act, typename Cfg::State>(p, smem, items);
+  else consume_chunked<Cfg, Act, kTokens>(p, smem, items);
+}
+
+template <class Act, int kTokens>
+void launch_chunked(const DecodeParams& params, Stream stream) {
+  using Cfg = ChunkedConfig<Act, kTokens>;
+  constexpr auto kernel = gdn_decode_chunked_kernel<Act, kTokens>;
+  static OncePerDevice once;
+  int device = 0;
+  FASTINFER_CUDA_CHECK(cudaGetDevice(&device));
+  once(device, [] {
+    FASTINFER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSmemBytes));
+    FASTINFER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, 100));
+  });
+  const long long items = static_cast<long long>(params.batch) * params.heads_v;
+  const long long ctas = std::min<long long>(items, params.sm_count);  // one resident CTA per SM
+  kernel<<<static_cast<unsigned>(ctas), Cfg::kThreads, Cfg::kSmemBytes, stream>>>(params);
+  FASTINFER_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace fastinfer::gdn::decode_sm90
+
+namespace fastinfer::gdn {
+
+template <DType kAct>
+void launch_decode_chunked_sm90(const DecodeParams& params, Stream stream) {
+  using Act = typename decode_sm90::CudaType<kAct>::type;
+  if (params.tokens > decode_sm90::kPipelinedMaxTokens) {  // a stage holds at most 8 tokens
+    launch_decode_sm90<kAct, DType::kBFloat16, 8, 4>(params, 4, stream);
+  } else if (params.tokens <= 4) {
+    decode_sm90::launch_chunked<Act, 4>(params, stream);
+  } else {
+    decode_sm90::launch_chunked<Act, 8>(params, stream);
+  }
+}
+
+}  // namespace fastinfer::gdn
