@@ -1,5 +1,6 @@
-// gdn::prefill_distributed: validate -> resolve {device, stream} once -> slice map (CP stages
-// 1-3 + affine chain) -> one all-gather -> fold into the entering state -> local gdn::prefill.
+// gdn::prefill_distributed: validate -> resolve {device, stream} once -> chunk maps (CP stages
+// 1-2) -> slice map (affine chain) -> one all-gather -> fold into the entering state -> local
+// prefill (CP stages 3-4 resumed from the chunk maps, or the plain kernel).
 // docs/GDN_DISTRIBUTED.md has the math and the measurements.
 #include <algorithm>
 
@@ -7,8 +8,10 @@
 #include "dist/nccl_backend.h"
 #include "dist/rank_pipeline.h"
 #include "dist/validate.h"
+#include "fastinfer/device.h"
 #include "fastinfer/gdn_distributed.h"
 #include "gdn/cp.h"
+#include "gdn/cp_plan.h"
 #include "gdn/prefill_validate.h"
 #include "runtime/device_guard.h"
 #include "runtime/workspace_carver.h"
@@ -45,18 +48,34 @@ dist::detail::ChainStateType chain_type(DType t) {
                                 : dist::detail::ChainStateType::kFloat32;
 }
 
-// CP stages 1-3 on the local slices from a zero state: the chunk maps (M_c, B_c) in the call's
-// "gdn.cp" workspace. `final_states` must be given so stage 2 composes every chunk (it lands in
-// the B slot of the contribution, which the chain then overwrites).
-detail::CpStageView chunk_maps(const PrefillArgs& local, const PrefillShape& shape, const DistributedPrefillOptions& options,
-                               const ExecContext& ctx, float* final_states) {
-  PrefillArgs maps = local;  // the maps start from zero; the chain folds the initial state in
+// CP stages 1-2 on the local slices from a zero state: the chunk maps (M_c, B_c) in the call's
+// "gdn.cp" workspace (stages 1-2 do not depend on the state). With `final_states` stage 2
+// composes the last chunk of each sequence too, which the slice map needs; stage 3 does not run
+// (the resumed local prefill runs it from the real entering state).
+detail::CpStageView chunk_maps(const PrefillArgs& local, const detail::CpOptions& plan_options, const ExecContext& ctx,
+                               float* final_states) {
+  PrefillArgs maps = local;
   maps.initial_state.reset();
   maps.state_indices.reset();
   maps.output_state.reset();
-  detail::CpOptions cp;
-  cp.max_seqlen = options.max_slice_len > 0 ? options.max_slice_len : local.max_seqlen > 0 ? local.max_seqlen : shape.total_tokens;
+  detail::CpOptions cp = plan_options;
+  cp.last_stage = 2;
   return detail::run_cp_stages(maps, ctx, cp, final_states);
+}
+
+// Whether rank `rank`'s local prefill is the resumed CP pipeline. use_cp Off: never (the plain
+// kernel; ranks < R-1 still run CP stages 1-2 for their map). Auto: ranks < R-1 always, since
+// they have stages 1-2 already and stages 3-4 are at worst the plain kernel over one segment per
+// sequence plus a short fix-up; the last rank by gdn::prefill's rule on its slices (it runs
+// stages 1-2 only for itself, before the exchange, while the others compute their maps).
+bool local_prefill_resumes_cp(const PrefillArgs& local, const PrefillShape& shape, int rank, int world,
+                              std::int64_t max_slice, const ExecContext& ctx) {
+  if (local.use_cp == UseCp::kOff || shape.total_tokens == 0) return false;
+  if (local.use_cp == UseCp::kOn) return true;
+  if (!detail::kCpAutoEnabled || shape.num_seqs > detail::kCpMaxSequences) return false;
+  if (rank < world - 1) return true;
+  return detail::should_use_cp(shape.num_seqs, shape.hsab, std::min(max_slice, shape.total_tokens),
+                               device_info(ctx.device.index).sm_count);
 }
 
 // The map of this rank's slice of every sequence into w.send: M (ranks > 0) and B, or on rank 0
@@ -130,14 +149,18 @@ RankStage begin_rank(const PrefillArgs& local, const PrefillShape& shape, int ra
   st.recv = w.recv;
   st.entering = w.entering;
 
-  // Ranks < R-1 compute their slice maps (CP stages 1-3 + chain); the last rank's map is never
-  // needed. The local prefill after the exchange is gdn::prefill (use_cp as the caller set it).
-  // Resuming the local CP prefill from these stages (stage 3 again from the entering state, then
-  // stage 4, commit d158c41) gave wrong outputs on the H200 while final states agreed: removed
-  // until understood (docs/GDN_DISTRIBUTED.md).
-  const bool has_view = rank < world - 1 && shape.total_tokens > 0;
-  if (has_view) st.view = chunk_maps(local, shape, options, ctx, w.send + st.contribution / 2);
-  if (rank < world - 1) slice_maps(local, shape, rank, has_view ? &st.view : nullptr, ctx, w);
+  // Ranks < R-1 compute their slice maps (CP stages 1-2 + chain); the last rank's map is never
+  // needed, but on the CP path it runs its own stages 1-2 here, overlapping the others' maps.
+  // Every rank then resumes from these stages after the exchange (finish_rank), so stages 1-2 run
+  // once per call. (The first version of this, commit d158c41, passed no pool size to the resumed
+  // fix-up, which then read every initial state as zero: docs/GDN_DISTRIBUTED.md.)
+  st.cp_options.max_seqlen =
+      options.max_slice_len > 0 ? options.max_slice_len : local.max_seqlen > 0 ? local.max_seqlen : shape.total_tokens;
+  st.resume_cp = local_prefill_resumes_cp(local, shape, rank, world, st.cp_options.max_seqlen, ctx);
+  const bool needs_map = rank < world - 1 && shape.total_tokens > 0;
+  if (needs_map || st.resume_cp)
+    st.view = chunk_maps(local, st.cp_options, ctx, needs_map ? w.send + st.contribution / 2 : nullptr);
+  if (rank < world - 1) slice_maps(local, shape, rank, needs_map ? &st.view : nullptr, ctx, w);
   return st;
 }
 
@@ -150,6 +173,13 @@ void finish_rank(const PrefillArgs& local, const RankStage& st) {
     from.initial_state = TensorView::contiguous(st.entering, DType::kFloat32,
                                                 {st.shape.num_seqs, st.shape.hsab, kHeadDim, kHeadDim}, st.ctx.device);
   }
+  if (st.resume_cp) {
+    CpOptions resume = st.cp_options;  // the same plan, so the same "gdn.cp" block and layout
+    resume.first_stage = 3;
+    prefill_cp(from, st.shape, st.ctx, resume);
+    return;
+  }
+  from.use_cp = UseCp::kOff;  // decided in begin_rank (Off, or Auto's rule said no on the last rank)
   prefill(from, st.ctx.stream);
 }
 

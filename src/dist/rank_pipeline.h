@@ -16,6 +16,10 @@ struct RankStage {
   ExecContext ctx;
   int rank = 0, world = 1;
   CpStageView view;      // chunk maps in the (device, stream, "gdn.cp") workspace
+  // The local prefill resumes the CP pipeline from the chunk maps computed before the exchange
+  // (stage 3 from the entering state, then stage 4) instead of running a whole prefill again.
+  bool resume_cp = false;
+  CpOptions cp_options;  // the plan of the chunk maps; the resumed stages use the same one
   // Workspace (device, stream, "gdn.dist"): send = this rank's contribution, fp32
   // [2, N, Hsab, 128, 128] (M then B); recv = [world] contributions; entering state [N, Hsab, 128, 128].
   float* send = nullptr;
@@ -24,12 +28,13 @@ struct RankStage {
   std::int64_t contribution = 0;  // floats per rank
 };
 
-// Workspace, chunk maps and this rank's contribution (all enqueued on ctx.stream).
+// Workspace, chunk maps (CP stages 1-2) and this rank's contribution (all enqueued on ctx.stream).
 RankStage begin_rank(const PrefillArgs& local, const PrefillShape& shape, int rank, int world,
                      const DistributedPrefillOptions& options, const ExecContext& ctx);
 
 // After recv holds every rank's contribution: fold into the entering state, then the local
-// prefill (gdn::prefill from the entering state, use_cp as the caller set it).
+// prefill from it: CP stages 3-4 on the chunk maps of begin_rank (resume_cp), else the plain
+// prefill kernel.
 void finish_rank(const PrefillArgs& local, const RankStage& stage);
 
 }  // namespace fastinfer::gdn::detail

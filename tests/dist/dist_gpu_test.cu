@@ -218,6 +218,14 @@ TEST_F(GdnDistributedGpu, TwoTimes131072GatesNearOne) {
   run_and_compare(p, {{131072}}, 2e-2);
 }
 
+// Gates very near 1 and short slices with a bf16 pool on rank 0: rank 1's outputs and final
+// states depend on the folded entering state (sequence 0's slot is -1: it starts at zero).
+TEST_F(GdnDistributedGpu, EnteringStateDominatesShortSlices) {
+  Problem p({600, 129}, 2, 2, 4, 0.9995, 1.0, 109);
+  p.pool_initial_state(110);
+  run_and_compare(p, {{300, 1}}, 2e-2);
+}
+
 // Ragged cut inside a 64-token block, GQA, no initial state, several heads.
 TEST_F(GdnDistributedGpu, RaggedCutGqaNoInitialState) {
   Problem p({9999, 65}, 8, 4, 4, 0.9, 1.0, 105);
@@ -342,6 +350,20 @@ TEST_F(GdnDistributedSimulatedGpu, TwoRanks2x131072GatesNearOne) {
 TEST_F(GdnDistributedSimulatedGpu, FourRanksRaggedCutsGqa) {
   Problem p({9999, 65}, 8, 4, 4, 0.9, 1.0, 307);
   run_simulated(p, {{2001, 1}, {4097, 30}, {7777, 64}}, 2e-2);
+}
+
+// Gates very near 1, short slices, bf16 pool: every slice's outputs and the final states depend
+// on the state entering the slice (the CPU test ZeroEnteringStateMovesOutputsBeyondTheGpuTolerance
+// shows a zero entering state, the resumed fix-up bug of commit d158c41, is > 0.1 off here).
+TEST_F(GdnDistributedSimulatedGpu, ThreeRanksEnteringStateDominatesPool) {
+  run_simulated(dist_test::entering_state_dominates_problem(), dist_test::kEnteringStateDominatesCuts, 2e-2);
+}
+
+// The same problem with use_cp On: every rank, the last one included, resumes from its maps.
+TEST_F(GdnDistributedSimulatedGpu, ThreeRanksEnteringStateDominatesUseCpOn) {
+  Problem p = dist_test::entering_state_dominates_problem();
+  p.args.use_cp = gdn::UseCp::kOn;
+  run_simulated(p, dist_test::kEnteringStateDominatesCuts, 2e-2);
 }
 
 void upload(const DeviceCopy& d, const TensorView& host) {

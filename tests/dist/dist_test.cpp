@@ -7,6 +7,7 @@
 #include "dist/communicator_access.h"
 #include "fastinfer/gdn_distributed.h"
 #include "ref/gdn_cp_ref.h"
+#include "ref/gdn_ref.h"
 #include "support/expect_error.h"
 #include "dist/split_problem.h"  // tests/dist
 
@@ -16,6 +17,7 @@ namespace {
 using dist::CommunicatorAccess;
 using dist_test::Problem;
 using dist_test::RankSlice;
+using ref::HostTensor;
 using testing::expect_error;
 constexpr int D = 128;
 constexpr std::int64_t DD = D * D;
@@ -141,6 +143,52 @@ TEST(GdnDistributedMath, ThreeRanksPoolStateGvaSmallGates) {
   Problem p({300, 0, 517, 64, 200}, 1, 1, 2, 0.02, 0.1, 13);
   p.pool_initial_state(14);
   expect_rank_states_match_serial(p, dist_test::split(p, kThreeRankCuts));
+}
+
+// The outputs of one rank's slices by the fp64 oracle from a packed entering state (or zero).
+std::vector<double> slice_outputs(const Problem& p, const RankSlice& s, const std::vector<double>* entering) {
+  const std::int64_t n_seqs = static_cast<std::int64_t>(p.lengths.size());
+  const std::int64_t rows = static_cast<std::int64_t>(s.global_rows.size());
+  HostTensor out(DType::kFloat32, {rows, p.hsab, D}), state(DType::kFloat32, {n_seqs, p.hsab, D, D});
+  gdn::PrefillArgs a = s.args;
+  a.output = out;
+  if (entering != nullptr) {
+    for (std::size_t i = 0; i < entering->size(); ++i) static_cast<float*>(state.data())[i] = static_cast<float>((*entering)[i]);
+    a.initial_state = state.view();
+  }
+  ref::gdn_prefill_serial_fp64(a);
+  std::vector<double> o(static_cast<std::size_t>(out.view().numel()));
+  for (std::int64_t i = 0; i < out.view().numel(); ++i) o[i] = out.get(i);
+  return o;
+}
+
+// Every rank's slices run from a zero state instead of the state entering them (what the resumed
+// CP fix-up of commit d158c41 did: it got no pool size and read every initial state as zero)
+// move the outputs of every rank, and the final states, far beyond the GPU tests' 2e-2: the
+// simulated-rank GPU test of this problem can see that bug.
+TEST(GdnDistributedMath, ZeroEnteringStateMovesOutputsBeyondTheGpuTolerance) {
+  const Problem p = dist_test::entering_state_dominates_problem();
+  const std::vector<RankSlice> ranks = dist_test::split(p, dist_test::kEnteringStateDominatesCuts);
+  const SimulatedRanks sim = simulate(p, ranks);
+  for (std::size_t r = 0; r < ranks.size(); ++r) {
+    const std::vector<double> right = slice_outputs(p, ranks[r], &sim.entering[r]);
+    const std::vector<double> from_zero = slice_outputs(p, ranks[r], nullptr);
+    const double moved = rel_l2(from_zero.data(), right);
+    std::printf("  rank %zu outputs from a zero state: rel L2 %.3g off\n", r, moved);
+    EXPECT_GT(moved, 0.1) << "rank " << r;
+  }
+  // The final states (all on the last rank, whose slices are 200, 1 and 1 tokens) from zero.
+  const std::int64_t n_seqs = static_cast<std::int64_t>(p.lengths.size());
+  std::vector<double> from_zero(static_cast<std::size_t>(n_seqs * p.hsab * DD));
+  slice_map(p, ranks.back(), false, nullptr, nullptr, from_zero.data());
+  for (std::int64_t n = 0; n < n_seqs; ++n)
+    for (std::int64_t h = 0; h < p.hsab; ++h) {
+      const auto want = dist_test::serial_state_after(p, n, h, p.lengths[n]);
+      EXPECT_LT(rel_l2(sim.last_final.data() + (n * p.hsab + h) * DD, want), 1e-9) << "sequence " << n << ", head " << h;
+      const double moved = rel_l2(from_zero.data() + (n * p.hsab + h) * DD, want);
+      EXPECT_GT(moved, 0.1) << "final state from zero, sequence " << n << ", head " << h;
+      if (h == 0) std::printf("  sequence %lld final state from a zero entering state: rel L2 %.3g off\n", static_cast<long long>(n), moved);
+    }
 }
 
 TEST(GdnDistributedMath, TwoRanksNoInitialStateCutsOnBlockEdges) {

@@ -96,4 +96,15 @@ inline std::vector<double> serial_state_after(const Problem& p, std::int64_t n, 
   return H;
 }
 
+// Gates very near 1 and short slices over 3 ranks, a bf16 pool on rank 0 (sequence 0 has slot
+// -1, so its state starts at zero): the state entering each slice dominates the slice's outputs
+// and its final state. Shared by the CPU test that shows how far a zero entering state moves them
+// (the bug of commit d158c41) and the simulated-rank GPU test of the same problem.
+inline Problem entering_state_dominates_problem() {
+  Problem p({700, 200, 130}, 2, 2, 4, 0.9995, 1.0, 309);
+  p.pool_initial_state(310);
+  return p;
+}
+inline const std::vector<std::vector<std::int64_t>> kEnteringStateDominatesCuts = {{300, 64, 1}, {500, 199, 129}};
+
 }  // namespace fastinfer::dist_test
