@@ -1,7 +1,8 @@
 #pragma once
-// The tensor-core (chunked) decode kernel for bf16 pools (kernels/decode_chunked_sm90.cuh): whole
-// states, 8 consumer warps + a producer warp, one CTA per SM; more than 8 tokens run on the
-// register kernel 8 x 4 (4 warps). Instantiated in instantiations/decode_<act>_bf16state_chunked.cu.
+// The tensor-core (chunked) decode kernel for bf16 pools (kernels/decode_chunked_sm90.cuh):
+// kWarps = 8 consumer warps on whole states, one CTA per SM, or 4 on half states, two CTAs per SM
+// (+ a producer warp each); more than 8 tokens run on the register kernel 8 x 4 (4 warps).
+// Instantiated in instantiations/decode_<act>_bf16state_chunked.cu.
 // No CUDA headers here.
 #include "fastinfer/context.h"
 #include "fastinfer/dtype.h"
@@ -9,10 +10,12 @@
 
 namespace fastinfer::gdn {
 
-template <DType kAct>
+template <DType kAct, int kWarps>
 void launch_decode_chunked_sm90(const DecodeParams& params, Stream stream);
 
-extern template void launch_decode_chunked_sm90<DType::kBFloat16>(const DecodeParams&, Stream);
-extern template void launch_decode_chunked_sm90<DType::kFloat16>(const DecodeParams&, Stream);
+extern template void launch_decode_chunked_sm90<DType::kBFloat16, 8>(const DecodeParams&, Stream);
+extern template void launch_decode_chunked_sm90<DType::kBFloat16, 4>(const DecodeParams&, Stream);
+extern template void launch_decode_chunked_sm90<DType::kFloat16, 8>(const DecodeParams&, Stream);
+extern template void launch_decode_chunked_sm90<DType::kFloat16, 4>(const DecodeParams&, Stream);
 
 }  // namespace fastinfer::gdn

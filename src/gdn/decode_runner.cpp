@@ -52,11 +52,12 @@ const std::array<std::array<PipelinedEntry, 4>, 4> kPipelined = {
     pipelined_for<DType::kBFloat16, DType::kFloat32>(), pipelined_for<DType::kBFloat16, DType::kBFloat16>(),
     pipelined_for<DType::kFloat16, DType::kFloat32>(), pipelined_for<DType::kFloat16, DType::kBFloat16>()};
 
-// The tensor-core kernel: bf16 pools only.
-inline constexpr DecodeTactic kChunkedTactic{4, 2, 8, 1, true};
-const std::array<PipelinedEntry, 2> kChunked = {{
-    {DType::kBFloat16, DType::kBFloat16, kChunkedTactic, &launch_decode_chunked_sm90<DType::kBFloat16>},
-    {DType::kFloat16, DType::kBFloat16, kChunkedTactic, &launch_decode_chunked_sm90<DType::kFloat16>},
+// The tensor-core kernel (bf16 pools only): whole states with 8 warps, half states with 4 warps.
+const std::array<PipelinedEntry, 4> kChunked = {{
+    {DType::kBFloat16, DType::kBFloat16, {4, 2, 8, 1, true}, &launch_decode_chunked_sm90<DType::kBFloat16, 8>},
+    {DType::kBFloat16, DType::kBFloat16, {4, 2, 4, 2, true}, &launch_decode_chunked_sm90<DType::kBFloat16, 4>},
+    {DType::kFloat16, DType::kBFloat16, {4, 2, 8, 1, true}, &launch_decode_chunked_sm90<DType::kFloat16, 8>},
+    {DType::kFloat16, DType::kBFloat16, {4, 2, 4, 2, true}, &launch_decode_chunked_sm90<DType::kFloat16, 4>},
 }};
 
 // The register kernel takes any warp count whose CTA rows divide a state.

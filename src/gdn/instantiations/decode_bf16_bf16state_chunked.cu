@@ -4,6 +4,7 @@
 
 namespace fastinfer::gdn {
 
-template void launch_decode_chunked_sm90<DType::kBFloat16>(const DecodeParams&, Stream);
+template void launch_decode_chunked_sm90<DType::kBFloat16, 8>(const DecodeParams&, Stream);
+template void launch_decode_chunked_sm90<DType::kBFloat16, 4>(const DecodeParams&, Stream);
 
 }  // namespace fastinfer::gdn

@@ -2,9 +2,9 @@
 // Tensor-core GDN decode / MTP kernel for bf16 state pools (sm_90a): the pipelined kernel's
 // producer and stage ring (decode_pipelined_sm90.cuh) with consumers that run the T tokens of a
 // state in the chunked form (decode_chunk_math.cuh) instead of T sequential passes:
-//   1. warp t (< T) normalises k_0..k_t and q_t, forms k_s.k_t and k_s.q_t and row t of the
+//   1. warp t (t < T; warp t - 4 too with 4 warps) normalises k_0..k_t and q_t, forms k_s.k_t and k_s.q_t and row t of the
 //      per-tile coefficients, and writes k_t, q_t as bf16 hi + lo (the mma operand B);
-//   2. warp w holds state rows 8m + w (m = 0..15) as mma A fragments, straight from the stage
+//   2. warp w holds 16 tile rows (ChunkedConfig::tile_row) as mma A fragments, straight from the stage
 //      (bf16 state is the operand as is), and forms H0 [k_0..k_T-1 q_0..q_T-1] with
 //      m16n8k16 mma (hi and lo halves of B accumulate into one fp32 result);
 //   3. each row solves its T x T triangular system (u, outputs) in registers, quad-redundantly;
@@ -58,22 +58,30 @@ __device__ __forceinline__ void mma_bf16(float (&d)[4], const std::uint32_t (&a)
 }
 
 // kTokens: 4 or 8, the most tokens of a window (B has 2 kTokens columns per hi/lo half).
-template <class Act, int kTokens>
+// kWarps: 8 (whole-state tiles, one CTA per SM) or 4 (half states, two CTAs per SM: finer work
+// items for batches of a few states per SM). A warp owns 16 rows of a tile.
+template <class Act, int kTokens, int kWarps>
 struct ChunkedConfig {
   using State = __nv_bfloat16;
-  static constexpr int kConsumerWarpCount = 8;
+  static constexpr int kConsumerWarpCount = kWarps;
   static constexpr int kConsumerThreads = kConsumerWarpCount * 32;
   static constexpr int kThreads = kConsumerThreads + 32;  // + the producer warp
-  static constexpr int kTileRows = kDecodeHeadDim;        // whole states
-  static constexpr int kTilesPerState = 1;
+  static constexpr int kCtasPerSm = 8 / kWarps;
+  static constexpr int kTileRows = 16 * kWarps;
+  static constexpr int kTilesPerState = kDecodeHeadDim / kTileRows;
   static constexpr int kRowBytes = kDecodeHeadDim * int(sizeof(State));
   static constexpr int kTileBytes = kTileRows * kRowBytes;
   static constexpr int kChunkRows = 8, kChunks = kTileRows / kChunkRows;
+  // Fragment row j of warp w is row (j / kChunks) + kChunkRowsPerWarp w of chunk j % kChunks: the
+  // 8 rows of one ldmatrix lie in 8 different chunks.
+  static constexpr int kChunkRowsPerWarp = 16 / kChunks;
+  __device__ static int tile_row(int j, int warp) { return 8 * (j % kChunks) + kChunkRowsPerWarp * warp + j / kChunks; }
   static constexpr int kChunkPitch = kChunkRows * kRowBytes + 16;  // 16 B of padding: conflict-free ldmatrix
   static constexpr int kOperandPitch = kDecodeHeadDim + 8;         // bf16 per B row (272 B, conflict-free)
   static constexpr int kOperandRows = 4 * kTokens;                 // k hi, q hi, k lo, q lo
   static constexpr int kHiTiles = 2 * kTokens / 8;                 // n-tiles of one half of B
   static_assert(kTokens == 4 || kTokens == 8);
+  static_assert(kWarps == 4 || kWarps == 8);
   static_assert(kTokens <= kPipelinedMaxTokens);
 
   struct alignas(16) Stage {
@@ -91,7 +99,7 @@ struct ChunkedConfig {
   };
   static constexpr int kFixedBytes = int(sizeof(Tokens)) + 2 * 8 * 8 + 16;
   static constexpr int kStages =
-      std::min(8, ((kSmemPerSm - kSmemReservedPerCta) - kFixedBytes) / int(sizeof(Stage)));
+      std::min(8, ((kSmemPerSm / kCtasPerSm - kSmemReservedPerCta) - kFixedBytes) / int(sizeof(Stage)));
   static_assert(kStages >= 3, "the ring needs a stage in work, one storing and one loading");
 
   struct Smem {
@@ -100,7 +108,7 @@ struct ChunkedConfig {
     std::uint64_t full[kStages], empty[kStages];
   };
   static constexpr int kSmemBytes = int(sizeof(Smem));
-  static_assert(kSmemBytes + kSmemReservedPerCta <= kSmemPerSm);
+  static_assert(kSmemBytes + kSmemReservedPerCta <= kSmemPerSm / kCtasPerSm);
 
   // Producer lanes 0..15: one bulk copy per 8-row chunk into its padded place.
   __device__ static void load_state(Stage& st, const State* tile, std::uint64_t* full, int lane) {
@@ -133,7 +141,7 @@ __device__ __forceinline__ void split_bf16(const float (&x)[4], uint2& hi, uint2
   lo = make_uint2(pack_pair<__nv_bfloat16>(l[0], l[1]), pack_pair<__nv_bfloat16>(l[2], l[3]));
 }
 
-// Step 1, by warp t < T: the operand rows of token t and row t of the coefficients.
+// Step 1, by one warp per token t: the operand rows of token t and row t of the coefficients.
 template <class Cfg, class Act, int kTokens>
 __device__ void prepare_token(const DecodeParams& p, const typename Cfg::Stage& st, typename Cfg::Tokens& tok, int t, int lane) {
   float qt[4], kt[4] = {0.0f, 0.0f, 0.0f, 0.0f};
@@ -187,10 +195,11 @@ __device__ void consume_chunked(const DecodeParams& p, typename Cfg::Smem& smem,
   const int g = lane / 4, c4 = lane % 4;  // mma fragment coordinates
   const int T = p.tokens;
   typename Cfg::Tokens& tok = smem.tokens;
-  // This thread's two state rows: fragment rows g and g + 8 are state rows 8 m + warp.
-  const int rows[2] = {8 * g + warp, 8 * (g + 8) + warp};
+  // This thread's two tile rows: fragment rows g and g + 8.
+  const int rows[2] = {Cfg::tile_row(g, warp), Cfg::tile_row(g + 8, warp)};
   // ldmatrix/stmatrix row address of this lane within a stage (k-step 0), and of the B operand.
-  const int a_offset = ((lane % 8) + 8 * ((lane / 8) % 2)) * Cfg::kChunkPitch + warp * Cfg::kRowBytes + 16 * (lane / 16);
+  const int a_row = Cfg::tile_row((lane % 8) + 8 * ((lane / 8) % 2), warp);
+  const int a_offset = (a_row / 8) * Cfg::kChunkPitch + (a_row % 8) * Cfg::kRowBytes + 16 * (lane / 16);
   const std::uint32_t b_base = smem_address(&tok.operand[lane % 8][8 * (lane / 8)]);
 
   int prev_stage = -1;  // warp 0: the stage whose bulk stores were issued one item ago
@@ -199,20 +208,21 @@ __device__ void consume_chunked(const DecodeParams& p, typename Cfg::Smem& smem,
     const int s = i % Cfg::kStages;
     mbarrier_wait(&smem.full[s], (i / Cfg::kStages) & 1);
     typename Cfg::Stage& st = smem.stage[s];
-    const int seq = item / p.heads_v, head_v = item % p.heads_v;
+    const ItemCoords at = item_coords<Cfg>(p, item);
+    const int seq = at.seq, head_v = at.head_v;
     const int in_slot = st.in_slot, out_slot = st.out_slot;
     const bool store = in_slot >= 0 && p.update_state && out_slot >= 0 && out_slot < p.pool_size;
 
     if (in_slot < 0) {  // padding: zero output rows (uniform branch: no barrier inside)
-      for (int e = tid; e < T * kDecodeHeadDim; e += Cfg::kConsumerThreads)
-        token_row<Act>(p.output, seq, e / kDecodeHeadDim, head_v)[e % kDecodeHeadDim] = from_float<Act>(0.0f);
+      for (int e = tid; e < T * Cfg::kTileRows; e += Cfg::kConsumerThreads)
+        token_row<Act>(p.output, seq, e / Cfg::kTileRows, head_v)[at.row0 + e % Cfg::kTileRows] = from_float<Act>(0.0f);
     } else {
       const std::uint32_t a_base = smem_address(st.state) + a_offset;
       std::uint32_t a[8][4];  // the warp's 16 rows x 128 columns, k-step by k-step
 #pragma unroll
       for (int ks = 0; ks < 8; ++ks) ldmatrix_x4(a[ks], a_base + 32 * ks);
 
-      if (warp < T) prepare_token<Cfg, Act, kTokens>(p, st, tok, warp, lane);
+      for (int t = warp; t < T; t += Cfg::kConsumerWarpCount) prepare_token<Cfg, Act, kTokens>(p, st, tok, t, lane);
       named_barrier_sync(1, Cfg::kConsumerThreads);
 
       // H0 [k q]: hi and lo halves of B into one accumulator per n-tile.
@@ -224,9 +234,9 @@ __device__ void consume_chunked(const DecodeParams& p, typename Cfg::Smem& smem,
 #pragma unroll
         for (int j = 0; j < Cfg::kHiTiles; ++j) {
           std::uint32_t bh[4], bl[4];
-          const std::uint32_t at = b_base + 2 * (8 * j * Cfg::kOperandPitch + 16 * ks);
-          ldmatrix_x4(bh, at);
-          ldmatrix_x4(bl, at + 2 * (2 * kTokens * Cfg::kOperandPitch));
+          const std::uint32_t b_at = b_base + 2 * (8 * j * Cfg::kOperandPitch + 16 * ks);
+          ldmatrix_x4(bh, b_at);
+          ldmatrix_x4(bl, b_at + 2 * (2 * kTokens * Cfg::kOperandPitch));
           mma_bf16(acc[j], a[ks], bh[0], bh[1]);
           mma_bf16(acc[j], a[ks], bl[0], bl[1]);
           mma_bf16(acc[j], a[ks + 1], bh[2], bh[3]);
@@ -252,7 +262,7 @@ __device__ void consume_chunked(const DecodeParams& p, typename Cfg::Smem& smem,
         chunk_row_solve<kTokens>(coef, T, &prod[ri][0], &prod[ri][kTokens], v, u[ri], o);
 #pragma unroll
         for (int t = 0; t < kTokens; ++t)
-          if (t < T && (t & 3) == c4) token_row<Act>(p.output, seq, t, head_v)[rows[ri]] = from_float<Act>(p.scale * o[t]);
+          if (t < T && (t & 3) == c4) token_row<Act>(p.output, seq, t, head_v)[at.row0 + rows[ri]] = from_float<Act>(p.scale * o[t]);
       }
 
       if (p.intermediate != nullptr) {
@@ -282,11 +292,11 @@ __device__ void consume_chunked(const DecodeParams& p, typename Cfg::Smem& smem,
               float& x1 = h[ks][2 * r + 1];
               x0 = fmaf(ut[r % 2], k2.x, alpha * x0);
               x1 = fmaf(ut[r % 2], k2.y, alpha * x1);
-              const std::int64_t at = base + std::int64_t{rows[r % 2]} * kDecodeHeadDim + col;
+              const std::int64_t e = base + std::int64_t{at.row0 + rows[r % 2]} * kDecodeHeadDim + col;
               if (p.intermediate_is_bf16)
-                *reinterpret_cast<std::uint32_t*>(static_cast<__nv_bfloat16*>(p.intermediate) + at) = pack_pair<__nv_bfloat16>(x0, x1);
+                *reinterpret_cast<std::uint32_t*>(static_cast<__nv_bfloat16*>(p.intermediate) + e) = pack_pair<__nv_bfloat16>(x0, x1);
               else
-                *reinterpret_cast<float2*>(static_cast<float*>(p.intermediate) + at) = make_float2(x0, x1);
+                *reinterpret_cast<float2*>(static_cast<float*>(p.intermediate) + e) = make_float2(x0, x1);
             }
         }
 #pragma unroll
@@ -335,7 +345,8 @@ __device__ void consume_chunked(const DecodeParams& p, typename Cfg::Smem& smem,
 
     if (warp == 0) {
       if (store && lane < Cfg::kChunks) {
-        State* tile = static_cast<State*>(p.state) + (std::int64_t{out_slot} * p.heads_v + head_v) * kStateElems;
+        State* tile = static_cast<State*>(p.state) + (std::int64_t{out_slot} * p.heads_v + head_v) * kStateElems +
+                      at.row0 * kDecodeHeadDim;
         bulk_store(tile + lane * Cfg::kChunkRows * kDecodeHeadDim, st.state + lane * Cfg::kChunkPitch,
                    Cfg::kChunkRows * Cfg::kRowBytes);
       }
@@ -349,10 +360,10 @@ __device__ void consume_chunked(const DecodeParams& p, typename Cfg::Smem& smem,
   if (warp == 0) bulk_wait_read<0>();  // shared memory must outlive the last stores' reads
 }
 
-template <class Act, int kTokens>
-__global__ void __launch_bounds__(ChunkedConfig<Act, kTokens>::kThreads, 1)
+template <class Act, int kTokens, int kWarps>
+__global__ void __launch_bounds__(ChunkedConfig<Act, kTokens, kWarps>::kThreads, ChunkedConfig<Act, kTokens, kWarps>::kCtasPerSm)
     gdn_decode_chunked_kernel(const __grid_constant__ DecodeParams p) {
-  using Cfg = ChunkedConfig<Act, kTokens>;
+  using Cfg = ChunkedConfig<Act, kTokens, kWarps>;
   extern __shared__ __align__(16) unsigned char smem_bytes[];
   auto& smem = *reinterpret_cast<typename Cfg::Smem*>(smem_bytes);
   if (threadIdx.x == 0) {
@@ -367,24 +378,29 @@ __global__ void __launch_bounds__(ChunkedConfig<Act, kTokens>::kThreads, 1)
   for (int e = threadIdx.x; e < Cfg::kOperandRows * Cfg::kOperandPitch; e += blockDim.x)
     (&smem.tokens.operand[0][0])[e] = __float2bfloat16_rn(0.0f);
   __syncthreads();
-  const int items = p.batch * p.heads_v;
+  const int items = p.batch * p.heads_v * Cfg::kTilesPerState;
   if (threadIdx.x >= Cfg::kConsumerThreads) produce<Cfg, Act, typename Cfg::State>(p, smem, items);
   else consume_chunked<Cfg, Act, kTokens>(p, smem, items);
 }
 
-template <class Act, int kTokens>
+template <class Act, int kTokens, int kWarps>
 void launch_chunked(const DecodeParams& params, Stream stream) {
-  using Cfg = ChunkedConfig<Act, kTokens>;
-  constexpr auto kernel = gdn_decode_chunked_kernel<Act, kTokens>;
+  using Cfg = ChunkedConfig<Act, kTokens, kWarps>;
+  constexpr auto kernel = gdn_decode_chunked_kernel<Act, kTokens, kWarps>;
   static OncePerDevice once;
+  static std::atomic<int> resident_per_sm{1};  // written once per device, the same value on each
   int device = 0;
   FASTINFER_CUDA_CHECK(cudaGetDevice(&device));
   once(device, [] {
     FASTINFER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSmemBytes));
     FASTINFER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, 100));
+    int resident = 0;
+    FASTINFER_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kernel, Cfg::kThreads, Cfg::kSmemBytes));
+    resident_per_sm.store(std::max(1, std::min(resident, Cfg::kCtasPerSm)), std::memory_order_relaxed);
   });
-  const long long items = static_cast<long long>(params.batch) * params.heads_v;
-  const long long ctas = std::min<long long>(items, params.sm_count);  // one resident CTA per SM
+  const long long items = static_cast<long long>(params.batch) * params.heads_v * Cfg::kTilesPerState;
+  const long long ctas =
+      std::min<long long>(items, static_cast<long long>(resident_per_sm.load(std::memory_order_relaxed)) * params.sm_count);
   kernel<<<static_cast<unsigned>(ctas), Cfg::kThreads, Cfg::kSmemBytes, stream>>>(params);
   FASTINFER_CUDA_CHECK(cudaGetLastError());
 }
@@ -393,15 +409,15 @@ void launch_chunked(const DecodeParams& params, Stream stream) {
 
 namespace fastinfer::gdn {
 
-template <DType kAct>
+template <DType kAct, int kWarps>
 void launch_decode_chunked_sm90(const DecodeParams& params, Stream stream) {
   using Act = typename decode_sm90::CudaType<kAct>::type;
   if (params.tokens > decode_sm90::kPipelinedMaxTokens) {  // a stage holds at most 8 tokens
     launch_decode_sm90<kAct, DType::kBFloat16, 8, 4>(params, 4, stream);
   } else if (params.tokens <= 4) {
-    decode_sm90::launch_chunked<Act, 4>(params, stream);
+    decode_sm90::launch_chunked<Act, 4, kWarps>(params, stream);
   } else {
-    decode_sm90::launch_chunked<Act, 8>(params, stream);
+    decode_sm90::launch_chunked<Act, 8, kWarps>(params, stream);
   }
 }
 
