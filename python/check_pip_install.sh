@@ -10,7 +10,10 @@
 #                                                  in dir (scripts/setup.sh leaves them in
 #                                                  .deps/bundle/python-wheels); no build isolation
 #   BUILD_DIR=build-x python/check_pip_install.sh  build in (and reuse) that CMake build folder
+#   SYSTEM_SITE=1 ...                              the venv sees the interpreter's packages (torch,
+#                                                  numpy, pytest on a machine without a registry)
 #   WHEEL_ONLY=1 ...                               build the wheel into dist/ and stop
+#   INSTALL_WHEEL=dist/x.whl ...                   install that wheel (built elsewhere) instead of .
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
@@ -19,15 +22,15 @@ trap 'rm -rf "$work"' EXIT
 
 pip_args=()
 [[ -n "${BUILD_DIR:-}" ]] && pip_args+=(--config-settings=build-dir="$BUILD_DIR")
-"$PYTHON" -m venv "$work/venv"
+"$PYTHON" -m venv ${SYSTEM_SITE:+--system-site-packages} "$work/venv"
 venv_python="$work/venv/bin/python"
 if [[ -n "${WHEELS:-}" ]]; then
   # Offline: the build requirements go into the venv first, the build then runs in it.
   "$venv_python" -m pip install -q --no-index --find-links "$WHEELS" scikit-build-core nanobind
   pip_args+=(--no-index --find-links "$WHEELS" --no-build-isolation)
-  # numpy (the package's one dependency) from the interpreter's own site-packages where present.
-  "$venv_python" -m pip install -q --no-index --find-links "$WHEELS" numpy 2>/dev/null ||
-    pip_args+=(--no-deps)
+  # numpy (the package's one dependency): from WHEELS, else the interpreter's own (SYSTEM_SITE=1).
+  "$venv_python" -c "import numpy" 2>/dev/null ||
+    "$venv_python" -m pip install -q --no-index --find-links "$WHEELS" numpy 2>/dev/null || pip_args+=(--no-deps)
 fi
 
 start=$(date +%s)
@@ -36,12 +39,18 @@ if [[ -n "${WHEEL_ONLY:-}" ]]; then
   echo "check_pip_install: wheel built in $(( $(date +%s) - start )) s: $(ls dist/fastinfer-*.whl)"
   exit 0
 fi
-"$venv_python" -m pip install -q "${pip_args[@]}" .
-echo "check_pip_install: pip install . took $(( $(date +%s) - start )) s"
+if [[ -n "${INSTALL_WHEEL:-}" ]]; then
+  # Offline (WHEELS or SYSTEM_SITE): the dependency (numpy) must already be there.
+  "$venv_python" -m pip install -q ${WHEELS:+--no-index --no-deps} ${SYSTEM_SITE:+--no-index --no-deps} "$INSTALL_WHEEL"
+else
+  "$venv_python" -m pip install -q "${pip_args[@]}" .
+fi
+echo "check_pip_install: pip install ${INSTALL_WHEEL:-.} took $(( $(date +%s) - start )) s"
 
 # Import from outside the source tree, so that python/fastinfer cannot shadow the installed one.
 (cd "$work" && "$venv_python" -c "import fastinfer, sys; print('installed', fastinfer.__version__, 'at', fastinfer.__file__); sys.exit('not the installed package' if '/site-packages/' not in fastinfer.__file__ else 0)")
-if "$venv_python" -m pip install -q ${WHEELS:+--no-index --find-links "$WHEELS"} pytest 2>/dev/null; then
+if "$venv_python" -c "import pytest" 2>/dev/null ||
+   "$venv_python" -m pip install -q ${WHEELS:+--no-index --find-links "$WHEELS"} pytest 2>/dev/null; then
   # --import-mode=append: the installed fastinfer wins over anything on the tests' path.
   "$venv_python" -m pytest -q -p no:cacheprovider --import-mode=append python/tests
 else
