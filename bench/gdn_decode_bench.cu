@@ -13,6 +13,8 @@
 #include "fastinfer/gdn.h"
 #include "gdn/decode_params.h"
 #include "gdn/decode_runner.h"
+#include "gdn/decode_tunable.h"
+#include "fastinfer/tune.h"
 #include "harness.h"
 #include "routines.h"
 #include "runtime/cuda_check.h"
@@ -169,6 +171,22 @@ nlohmann::json run_gdn_decode(const BenchOptions& options) {
       std::snprintf(item, sizeof item, " eager(%s)=%.4f", best.c_str(), eager_ms);
       sweep += item;
     }
+    // The production path after tune mode profiled this batch's bucket on the live inputs (the
+    // tuner then serves the measured winner instead of the heuristic).
+    double tuned_ms = -1;
+    std::string tuned = "-";
+    if (!options.quick) {
+      {
+        tune::Scope scope({.tune_mode = true});
+        gdn::decode(p.args[0]);
+      }
+      tuned_ms = median_ms([&](int i) { gdn::decode(p.args[i % p.sets]); }, 3, reps);
+      const auto op = gdn::detail::decode_op_runner(device, DType::kBFloat16, s.state, s.tokens, s.heads_qk, s.heads_v);
+      tuned = op->tactic_name(tune::Tuner::global().choose(op->tune_key(), s.batch).tactic);
+      char item[64];
+      std::snprintf(item, sizeof item, " tuned(%s)=%.4f", tuned.c_str(), tuned_ms);
+      sweep += item;
+    }
     // Host cost only where the GPU keeps up with the host (small shapes), so the queue never fills.
     double host_us = -1;
     if (s.batch == 1) host_us = host_us_per_call([&] { gdn::decode(p.args[0]); }, 300);
@@ -184,7 +202,7 @@ nlohmann::json run_gdn_decode(const BenchOptions& options) {
     rows.push_back({{"shape", s.label()}, {"batch", s.batch}, {"tokens", s.tokens}, {"heads_qk", s.heads_qk},
                     {"heads_v", s.heads_v}, {"state", std::string(dtype_name(s.state))}, {"tactic", tactic_label(chosen)},
                     {"median_ms", ms}, {"tbps", tbps}, {"fraction_of_copy", tbps / ceil.copy_tbps},
-                    {"floor_ms", floor}, {"floor_ratio", ms / floor}, {"anchor_ms", anchor}, {"best_tactic", best}, {"best_ms", best_ms}, {"best_eager_ms", eager_ms},
+                    {"floor_ms", floor}, {"floor_ratio", ms / floor}, {"anchor_ms", anchor}, {"best_tactic", best}, {"best_ms", best_ms}, {"best_eager_ms", eager_ms}, {"tuned_tactic", tuned}, {"tuned_ms", tuned_ms},
                     {"tactics_ms", tactics}, {"host_us", host_us}, {"raw_launch_us", raw_launch_us}});
   }
   return {{"copy_tbps", ceil.copy_tbps}, {"raw_launch_us", raw_launch_us}, {"rows", rows}};
