@@ -9,7 +9,12 @@
 #   WHEELS=dir python/check_pip_install.sh         offline: the pinned build requirements as wheels
 #                                                  in dir (scripts/setup.sh leaves them in
 #                                                  .deps/bundle/python-wheels); no build isolation
-#   BUILD_DIR=build-x python/check_pip_install.sh  build in (and reuse) that CMake build folder
+#   BUILD_DIR=build-x python/check_pip_install.sh  build in (and reuse) that CMake build folder;
+#                                                  its cache then names pip's temporary interpreter
+#                                                  and nanobind: give pip a folder of its own, or
+#                                                  `cmake -U 'Python*' -U 'PYTHON_*' -U '_Python*'
+#                                                  -U 'NB_*' -U 'SKBUILD*' -U nanobind_DIR
+#                                                  -U CMAKE_MODULE_PATH -U CMAKE_PREFIX_PATH` after
 #   SYSTEM_SITE=1 ...                              the venv sees the interpreter's packages (torch,
 #                                                  numpy, pytest on a machine without a registry)
 #   WHEEL_ONLY=1 ...                               build the wheel into dist/ and stop
