@@ -1,13 +1,19 @@
 // Routine "gdn_prefill": the issue's table -- median GPU ms and nominal TFLOP/s
 // (4 * T * Hv * 128^2 / time, FlashInfer's formula) for heads 16/32 and 16/64, against the
-// anchors of issue 5. Inputs bf16, alpha in [0.9, 1), beta in [0.05, 1), k L2-normalised in the
-// kernel, no initial or final state (the anchors' setting: state I/O is measured separately).
+// anchors of issue 5 and the floor (max of input + output bytes over the measured copy bandwidth
+// and nominal flops over the measured bf16 peak). Inputs bf16, alpha in [0.9, 1), beta in
+// [0.05, 1), k L2-normalised in the kernel, no initial or final state (the anchors' setting:
+// state I/O is measured separately). Besides gdn::prefill (which may pick CP), the non-CP kernel
+// with each inverse source (T solved in the kernel / precomputed by CP stage 1) and where CTA 0's
+// time goes in each (clock64 cycles per chunk of the producer's and the consumers' phases).
 #include <cmath>
 #include <cstdio>
 #include <string>
 #include <vector>
 
 #include "fastinfer/gdn_prefill.h"
+#include "gdn/prefill_fast_launch.h"
+#include "gdn/prefill_runner.h"
 #include "harness.h"
 #include "routines.h"
 #include "runtime/cuda_check.h"
@@ -33,9 +39,36 @@ struct Inputs {
   DeviceBuffer q, k, v, alpha, beta, out, cu;
 };
 
+// CTA 0's cycles per chunk of one run with `options` (profile buffer added), printed and returned.
+nlohmann::json phase_profile(const gdn::PrefillArgs& args, gdn::PrefillRunOptions options, const char* label) {
+  DeviceBuffer buffer(sizeof(gdn::FastProfile));
+  FASTINFER_CUDA_CHECK(cudaMemset(buffer.get(), 0, sizeof(gdn::FastProfile)));
+  options.profile = buffer.as<unsigned long long>();
+  gdn::prefill_with_options(args, nullptr, options);
+  gdn::FastProfile prof{};
+  FASTINFER_CUDA_CHECK(cudaMemcpy(&prof, buffer.get(), sizeof prof, cudaMemcpyDeviceToHost));
+  prof.producer_prepare = prof.prepare_load_wait + prof.prepare_gates_norm + prof.prepare_products;
+  prof.producer_finish = prof.finish_inverse + prof.finish_t_gated;
+  const double pc = prof.producer_chunks ? static_cast<double>(prof.producer_chunks) : 1.0;
+  const double cc = prof.consumer_chunks ? static_cast<double>(prof.consumer_chunks) : 1.0;
+  std::printf("  %-5s cycles/chunk (CTA 0, %llu chunks): producer prepare %.0f (load wait %.0f gates/norm %.0f A0/P %.0f) "
+              "wait %.0f issue %.0f finish %.0f (inverse %.0f T_g %.0f) | consumer wait %.0f compute %.0f other %.0f\n",
+              label, prof.consumer_chunks, prof.producer_prepare / pc, prof.prepare_load_wait / pc,
+              prof.prepare_gates_norm / pc, prof.prepare_products / pc, prof.producer_wait / pc, prof.producer_issue / pc,
+              prof.producer_finish / pc, prof.finish_inverse / pc, prof.finish_t_gated / pc, prof.consumer_wait / cc,
+              prof.consumer_compute / cc, prof.consumer_other / cc);
+  return {{"producer_prepare", prof.producer_prepare / pc}, {"producer_wait", prof.producer_wait / pc},
+          {"producer_issue", prof.producer_issue / pc},     {"producer_finish", prof.producer_finish / pc},
+          {"consumer_wait", prof.consumer_wait / cc},       {"consumer_compute", prof.consumer_compute / cc},
+          {"consumer_other", prof.consumer_other / cc},     {"prepare_load_wait", prof.prepare_load_wait / pc},
+          {"prepare_gates_norm", prof.prepare_gates_norm / pc}, {"prepare_products", prof.prepare_products / pc},
+          {"finish_inverse", prof.finish_inverse / pc},     {"finish_t_gated", prof.finish_t_gated / pc}};
+}
+
 nlohmann::json run_gdn_prefill(const BenchOptions& options) {
   nlohmann::json rows = nlohmann::json::array();
-  std::printf("%-16s %7s %10s %9s %12s %10s\n", "shape NxL", "heads", "median ms", "TFLOP/s", "anchor ms", "speed-up");
+  std::printf("%-10s %6s %9s %9s %9s %8s %9s %9s %22s\n", "shape NxL", "heads", "ms", "solve ms", "tinv ms", "TFLOP/s",
+              "floor ms", "ms/floor", "anchor ms/ms");
   for (const PrefillShape& s : kShapes) {
     const std::string label = std::to_string(s.seqs) + "x" + std::to_string(s.len);
     if (!options.only_shapes.empty() && label.find(options.only_shapes) == std::string::npos) continue;
@@ -75,14 +108,26 @@ nlohmann::json run_gdn_prefill(const BenchOptions& options) {
     };
     std::vector<gdn::PrefillArgs> args;
     for (int r = 0; r < sets; ++r) args.push_back(args_for(r));
-    const double ms = median_ms([&](int i) { gdn::prefill(args[i % sets]); }, 3, options.quick ? 5 : 20);
-    const double tflops = 4.0 * T * s.hv * D * D / (ms * 1e-3) / 1e12;
+    const int reps = options.quick ? 5 : 20;
+    const double ms = median_ms([&](int i) { gdn::prefill(args[i % sets]); }, 3, reps);
+    const auto kernel_ms = [&](gdn::InverseSource inverse) {
+      return median_ms([&](int i) { gdn::prefill_with_options(args[i % sets], nullptr, {.inverse = inverse}); }, 3, reps);
+    };
+    const double solve_ms = kernel_ms(gdn::InverseSource::kSolveInKernel);
+    const double tinv_ms = kernel_ms(gdn::InverseSource::kPrecompute);
+    const double flops = 4.0 * T * s.hv * D * D;
+    const double tflops = flops / (ms * 1e-3) / 1e12;
+    const double floor = floor_ms(static_cast<double>(bytes), flops);
     const std::string heads = std::to_string(s.hq) + "/" + std::to_string(s.hv);
-    std::printf("%-16s %7s %10.3f %9.1f %12s %10s\n", label.c_str(), heads.c_str(), ms, tflops,
-                s.anchor_ms > 0 ? (std::to_string(s.anchor_ms) + " " + s.anchor).c_str() : "-",
-                s.anchor_ms > 0 ? std::to_string(s.anchor_ms / ms).c_str() : "-");
+    std::printf("%-10s %6s %9.3f %9.3f %9.3f %8.1f %9.3f %9.1f %22s\n", label.c_str(), heads.c_str(), ms, solve_ms, tinv_ms,
+                tflops, floor, ms / floor,
+                s.anchor_ms > 0 ? (std::to_string(s.anchor_ms / ms) + " " + s.anchor).c_str() : "-");
+    const nlohmann::json solve_profile = phase_profile(args[0], {.inverse = gdn::InverseSource::kSolveInKernel}, "solve");
+    const nlohmann::json tinv_profile = phase_profile(args[0], {.inverse = gdn::InverseSource::kPrecompute}, "tinv");
     rows.push_back({{"shape", label}, {"heads", heads}, {"tokens", T}, {"median_ms", ms}, {"nominal_tflops", tflops},
-                    {"anchor_ms", s.anchor_ms}, {"anchor", s.anchor}, {"state", "none"}});
+                    {"solve_ms", solve_ms}, {"tinv_ms", tinv_ms}, {"floor_ms", floor}, {"anchor_ms", s.anchor_ms},
+                    {"anchor", s.anchor}, {"state", "none"}, {"cycles_per_chunk_solve", solve_profile},
+                    {"cycles_per_chunk_tinv", tinv_profile}});
   }
   // Host cost of one call on a warm runner cache (what the caller's thread pays).
   {
@@ -104,7 +149,7 @@ nlohmann::json run_gdn_prefill(const BenchOptions& options) {
 }
 
 const RoutineRegistration registration{
-    {"gdn_prefill", "GDN chunked prefill: median ms and nominal TFLOP/s (issue 5 table)", run_gdn_prefill}};
+    {"gdn_prefill", "GDN prefill: median ms, nominal TFLOP/s, floor, inverse sources, phase profile (issue 5 table)", run_gdn_prefill}};
 
 }  // namespace
 }  // namespace fastinfer::bench

@@ -134,7 +134,7 @@ void prefill_cp(const PrefillArgs& a, const PrefillShape& shape, const ExecConte
   CpOptions all_stages = options;
   all_stages.last_stage = 3;
   const CpStageView stages = launch_stages(a, ctx, all_stages, nullptr);
-  // Stage 4: the prefill kernel with one CTA row per CP chunk, each starting from its fixed-up
+  // Stage 4: the prefill kernel with one work item per (CP chunk, head), each starting from its fixed-up
   // state (chunk_states; chunk 0's entry is the initial state, so no segment reads initial_state
   // and in-place output_state is safe).
   PrefillParams p = make_prefill_params(a, shape);
@@ -142,6 +142,9 @@ void prefill_cp(const PrefillArgs& a, const PrefillShape& shape, const ExecConte
   p.segment_sequence = stages.segment_sequence;
   p.num_segments = static_cast<int>(stages.plan.segments());
   p.segment_states = stages.chunk_states;
+  // Stage 1's Tinv of every block: stage 4 loads it instead of solving again.
+  p.chunk_inverse = stages.block_inverse;
+  p.chunk_inverse_segment_blocks = static_cast<int>(stages.plan.chunk_len / kCpBlockLen);
   p.programmatic_launch = options.programmatic_launch;
   const PrefillRunnerKey key{ctx.device.index, a.q.dtype == DType::kBFloat16 ? InputType::kBFloat16 : InputType::kFloat16};
   prefill_runner(key)->run(p, ctx.stream);

@@ -5,7 +5,7 @@
 //   stage 1  block inverses   Tinv per 64-token block and head        (cp_block_inverse_sm90.cuh)
 //   stage 2  chunk maps       (M, B) per CP chunk and head            (cp_chunk_maps_sm90.cuh)
 //   stage 3  fix-up scan      state entering every chunk              (cp_fixup_sm90.cuh)
-//   stage 4  prefill proper   the chunked kernel on the chunks as segments (prefill's kernel)
+//   stage 4  prefill proper   prefill's kernel on the chunks as segments, reading stage 1's Tinv
 //
 // All stages run on the one resolved {device, stream}; their intermediates are carved from one
 // block of WorkspacePool::global() keyed by (device, stream, "gdn.cp").

@@ -82,16 +82,32 @@ bool runs_context_parallel(const PrefillArgs& a, const PrefillShape& s, const Ex
 
 }  // namespace
 
-void prefill(const PrefillArgs& args, Stream stream) {
-  const PrefillShape shape = validate_prefill(args);
+namespace {
+
+ExecContext resolve_prefill_context(const PrefillArgs& args, Stream stream) {
   const auto opt = [](const std::optional<TensorView>& t) { return t ? &*t : nullptr; };
-  const ExecContext ctx = resolve_context(
+  return resolve_context(
       kPrefillOp,
       {{"q", &args.q}, {"k", &args.k}, {"v", &args.v}, {"cu_seqlens", &args.cu_seqlens}, {"alpha", opt(args.alpha)},
        {"beta", opt(args.beta)}, {"output", &args.output}, {"initial_state", opt(args.initial_state)},
        {"output_state", opt(args.output_state)}, {"state_indices", opt(args.state_indices)},
        {"state_checkpoints", opt(args.state_checkpoints)}, {"checkpoint_cu_starts", opt(args.checkpoint_cu_starts)}},
       stream);
+}
+
+// The non-CP path: the cached runner of the device and input dtype.
+void run_prefill_kernel(const PrefillArgs& args, const PrefillShape& shape, const ExecContext& ctx,
+                        const PrefillRunOptions& options) {
+  const PrefillRunnerKey key{ctx.device.index,
+                             args.q.dtype == DType::kBFloat16 ? InputType::kBFloat16 : InputType::kFloat16};
+  prefill_runner(key)->run(make_prefill_params(args, shape), ctx.stream, options);
+}
+
+}  // namespace
+
+void prefill(const PrefillArgs& args, Stream stream) {
+  const PrefillShape shape = validate_prefill(args);
+  const ExecContext ctx = resolve_prefill_context(args, stream);
   if (args.use_cp == UseCp::kOn) validate_prefill_cp(args, shape, ctx.device);
   if (ctx.device.is_cpu()) {
     validate_prefill_host_values(args, shape);
@@ -102,11 +118,14 @@ void prefill(const PrefillArgs& args, Stream stream) {
     detail::prefill_cp(args, shape, ctx, {.max_seqlen = args.max_seqlen});
     return;
   }
-  const PrefillParams params = make_prefill_params(args, shape);
-  const PrefillRunnerKey key{ctx.device.index,
-                             args.q.dtype == DType::kBFloat16 ? InputType::kBFloat16 : InputType::kFloat16};
-  const std::shared_ptr<const PrefillRunner> runner = prefill_runner(key);
-  runner->run(params, ctx.stream);
+  run_prefill_kernel(args, shape, ctx, {});
+}
+
+void prefill_with_options(const PrefillArgs& args, Stream stream, const PrefillRunOptions& options) {
+  const PrefillShape shape = validate_prefill(args);
+  const ExecContext ctx = resolve_prefill_context(args, stream);
+  if (!ctx.device.is_cuda()) check::fail(kPrefillOp, "q", "be a CUDA tensor (prefill_with_options)", "a CPU tensor");
+  run_prefill_kernel(args, shape, ctx, options);
 }
 
 }  // namespace fastinfer::gdn

@@ -1,11 +1,11 @@
 #pragma once
-// Host side of the warp-specialised GDN prefill kernel (src/gdn/kernels/prefill_fast_sm90.cuh),
-// kept apart from gdn::prefill until it replaces the chunked kernel behind PrefillRunner. No
-// CUDA headers: plain C++.
+// Host-side declarations of the warp-specialised GDN prefill kernel (src/gdn/kernels/
+// prefill_fast_sm90.cuh, docs/GDN_PREFILL_FAST.md), the kernel behind PrefillRunner. No CUDA
+// headers: plain C++.
 #include <cstddef>
+#include <cstdint>
 
 #include "fastinfer/context.h"
-#include "fastinfer/gdn_prefill.h"
 #include "gdn/prefill_params.h"
 
 namespace fastinfer::gdn {
@@ -29,25 +29,20 @@ struct FastProfile {
   unsigned long long prepare_load_wait, prepare_gates_norm, prepare_products, finish_inverse, finish_t_gated;
 };
 
-// A persistent grid of min(N * Hsab, ctas) CTAs (ctas: the SM count; one CTA per SM fits);
-// asynchronous on `stream`. The segment hooks of PrefillParams are honoured (one work item per
-// (segment, head)); chunk_inverse must be unset (T is always computed) and programmatic_launch is
-// ignored (an ordinary launch; the kernel's griddepcontrol.wait is then a no-op).
+// A persistent grid of min(rows * Hsab, ctas) CTAs (rows: sequences, or segments with the
+// segment hooks; ctas: the SM count, one CTA per SM fits); asynchronous on `stream`, a
+// programmatic dependent launch when params.programmatic_launch.
 // `profile`: nullptr, or a zeroed device FastProfile (as unsigned long long[15]) to add to.
 template <InputType kType>
 void launch_prefill_fast(const PrefillParams& params, int ctas, Stream stream, unsigned long long* profile = nullptr);
+
+// offsets[0 .. rows] (device int64): the chunk table of prefill_fast_chunk_rows.cuh for
+// rows = total_tokens / 64 + num_seqs (num_seqs > 0); asynchronous on `stream`.
+void launch_prefill_chunk_rows(const PrefillParams& params, std::int64_t* offsets, std::int64_t rows, Stream stream);
 
 extern template void prepare_prefill_fast<InputType::kBFloat16>();
 extern template void prepare_prefill_fast<InputType::kFloat16>();
 extern template void launch_prefill_fast<InputType::kBFloat16>(const PrefillParams&, int, Stream, unsigned long long*);
 extern template void launch_prefill_fast<InputType::kFloat16>(const PrefillParams&, int, Stream, unsigned long long*);
-
-// PrefillParams of validated arguments (what gdn::prefill hands its runner).
-PrefillParams prefill_fast_params(const PrefillArgs& args);
-
-// For tests and benchmarks until the switch: validate, build the params, launch on the device
-// of the tensors with `ctas` CTAs (0: the SM count). CUDA tensors only.
-void run_prefill_fast(const PrefillArgs& args, Stream stream = nullptr, int ctas = 0,
-                      unsigned long long* profile = nullptr);
 
 }  // namespace fastinfer::gdn

@@ -61,15 +61,18 @@ struct PrefillParams {
   // that ends its sequence (segment_offsets[s + 1] == cu_seqlens[n + 1]) writes output_state;
   // checkpoint positions count from the sequence start. Segment boundaries must be multiples of
   // 64 tokens from the sequence start (checkpoints and chunks then line up with the non-CP path).
-  // chunk_inverse (precomputed gate-free Tinv, fp32 [blocks, Hsab, 64, 64], chunk c of segment s
-  // at row chunk_inverse_first[s] + c) is reserved: the kernels compute T themselves and
-  // PrefillRunner::can_implement rejects it.
+  // chunk_inverse (optional): the gate-free Tinv = (I + strict_lower(diag(beta) K K^T))^-1 of every
+  // 64-token chunk, fp32 [rows, Hsab, 64, 64] (CP stage 1's layout), read instead of solving it.
+  // With the segment hooks (chunk_inverse_segment_blocks > 0), chunk c of segment s is row
+  // s * chunk_inverse_segment_blocks + c, and chunks c >= chunk_inverse_segment_blocks (a last
+  // segment longer than the plan) solve their own; without them, chunk c of sequence n is row
+  // cu_seqlens[n] / 64 + n + c (injective; rows < total_tokens / 64 + num_seqs).
   const void* segment_offsets = nullptr;
   const std::int32_t* segment_sequence = nullptr;
   int num_segments = 0;
   const float* segment_states = nullptr;
   const float* chunk_inverse = nullptr;
-  const std::int64_t* chunk_inverse_first = nullptr;
+  int chunk_inverse_segment_blocks = 0;
   // Launch as a programmatic dependent launch (the kernel waits on griddepcontrol.wait before it
   // reads anything): the CP pipeline overlaps stage 4's launch with the fix-up's tail.
   bool programmatic_launch = false;

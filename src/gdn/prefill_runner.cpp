@@ -1,7 +1,8 @@
 #include "gdn/prefill_runner.h"
 
 #include "fastinfer/device.h"
-#include "gdn/prefill_launch.h"
+#include "gdn/prefill_fast_launch.h"
+#include "gdn/prefill_inverse.h"
 #include "gdn/prefill_validate.h"
 #include "runtime/check.h"
 #include "runtime/device_guard.h"
@@ -15,18 +16,19 @@ PrefillRunner::PrefillRunner(const PrefillRunnerKey& key) : key_(key) {
     check::fail(kPrefillOp, "device", "be a Hopper GPU (sm_90a)",
                 info.name + " (sm_" + std::to_string(info.cc_major) + std::to_string(info.cc_minor) + ")",
                 Error::Kind::kRuntime);
-  if (static_cast<std::size_t>(info.smem_per_block_optin) < prefill_chunked_smem_bytes())
-    check::fail(kPrefillOp, "device", "offer " + std::to_string(prefill_chunked_smem_bytes()) + " bytes of shared memory per block",
+  if (static_cast<std::size_t>(info.smem_per_block_optin) < prefill_fast_smem_bytes())
+    check::fail(kPrefillOp, "device", "offer " + std::to_string(prefill_fast_smem_bytes()) + " bytes of shared memory per block",
                 std::to_string(info.smem_per_block_optin), Error::Kind::kRuntime);
+  sm_count_ = info.sm_count;
   DeviceGuard guard(key.device);
   switch (key.input) {
     case InputType::kBFloat16:
-      prepare_prefill_chunked<InputType::kBFloat16>();
-      launch_ = &launch_prefill_chunked<InputType::kBFloat16>;
+      prepare_prefill_fast<InputType::kBFloat16>();
+      launch_ = &launch_prefill_fast<InputType::kBFloat16>;
       break;
     case InputType::kFloat16:
-      prepare_prefill_chunked<InputType::kFloat16>();
-      launch_ = &launch_prefill_chunked<InputType::kFloat16>;
+      prepare_prefill_fast<InputType::kFloat16>();
+      launch_ = &launch_prefill_fast<InputType::kFloat16>;
       break;
   }
 }
@@ -35,14 +37,18 @@ bool PrefillRunner::can_implement(const PrefillParams& p) {
   const bool segments_complete = p.segment_offsets == nullptr
                                      ? p.segment_sequence == nullptr && p.segment_states == nullptr
                                      : p.segment_sequence != nullptr && p.segment_states != nullptr && p.num_segments >= 0;
-  return segments_complete && p.chunk_inverse == nullptr && p.num_state_heads > 0 && p.num_seqs >= 0;
+  const bool inverse_rows = p.chunk_inverse == nullptr || p.segment_offsets == nullptr || p.chunk_inverse_segment_blocks > 0;
+  return segments_complete && inverse_rows && p.num_state_heads > 0 && p.num_seqs >= 0;
 }
 
-void PrefillRunner::run(const PrefillParams& params, Stream stream) const {
+void PrefillRunner::run(const PrefillParams& params, Stream stream, const PrefillRunOptions& options) const {
   const int rows = params.segment_offsets != nullptr ? params.num_segments : params.num_seqs;
   if (rows == 0 || params.total_tokens == 0) return;
   DeviceGuard guard(key_.device);
-  launch_(params, stream);
+  PrefillParams p = params;
+  if (options.inverse == InverseSource::kPrecompute && p.chunk_inverse == nullptr && p.segment_offsets == nullptr)
+    p.chunk_inverse = precompute_chunk_inverses(p, key_.input, key_.device, stream);  // nullptr: solve in the kernel
+  launch_(p, options.ctas > 0 ? options.ctas : sm_count_, stream, options.profile);
 }
 
 std::shared_ptr<const PrefillRunner> prefill_runner(const PrefillRunnerKey& key) {

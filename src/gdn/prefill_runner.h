@@ -1,7 +1,7 @@
 #pragma once
-// The GDN prefill runner: an immutable object per (device, input dtype) that owns the kernel
-// choice and launches it. Built once (it opts the kernel into its shared memory on the device)
-// and cached by gdn::prefill; run() only launches.
+// The GDN prefill runner: an immutable object per (device, input dtype) that launches the
+// warp-specialised kernel (docs/GDN_PREFILL_FAST.md). Built once (it opts the kernel into its
+// shared memory on the device) and cached by gdn::prefill; run() only launches.
 #include <memory>
 
 #include "fastinfer/context.h"
@@ -21,20 +21,33 @@ struct PrefillRunnerKeyHash {
   }
 };
 
+// Where the kernel gets each chunk's T = (I + A0)^-1 on calls without a chunk_inverse of their
+// own (non-CP calls): solved by the kernel's producer, or precomputed for all chunks in parallel by
+// CP stage 1 first (prefill_inverse.h).
+enum class InverseSource : std::uint8_t { kSolveInKernel, kPrecompute };
+// gdn::prefill's choice (docs/GDN_PREFILL_FAST.md, "Measured").
+inline constexpr InverseSource kDefaultInverseSource = InverseSource::kPrecompute;
+
+// Launch choices that tests and benchmarks vary; gdn::prefill uses the defaults.
+struct PrefillRunOptions {
+  InverseSource inverse = kDefaultInverseSource;
+  int ctas = 0;                           // persistent CTAs; 0 = the SM count
+  unsigned long long* profile = nullptr;  // a zeroed device FastProfile (prefill_fast_launch.h)
+};
+
 class PrefillRunner {
  public:
   explicit PrefillRunner(const PrefillRunnerKey& key);
 
-  // Whether the kernel supports these params: segment hooks complete or absent, no chunk_inverse.
+  // Whether the kernel supports these params: segment hooks complete or absent.
   static bool can_implement(const PrefillParams& params);
-  // No scratch: the chunked kernel keeps everything on chip.
-  static constexpr std::size_t workspace_size(const PrefillParams&) { return 0; }
-  void run(const PrefillParams& params, Stream stream) const;
+  void run(const PrefillParams& params, Stream stream, const PrefillRunOptions& options = {}) const;
 
  private:
-  using Launch = void (*)(const PrefillParams&, Stream);
+  using Launch = void (*)(const PrefillParams&, int, Stream, unsigned long long*);
   PrefillRunnerKey key_;
   Launch launch_;
+  int sm_count_;
 };
 
 // The cached runner of `key` (built on first use).
@@ -45,5 +58,9 @@ std::shared_ptr<const PrefillRunner> prefill_runner(const PrefillRunnerKey& key)
 struct PrefillShape;
 struct PrefillArgs;
 PrefillParams make_prefill_params(const PrefillArgs& args, const PrefillShape& shape);
+
+// For tests and benchmarks: gdn::prefill's non-CP path (validate, resolve the context, the cached
+// runner) with explicit launch options. CUDA tensors only.
+void prefill_with_options(const PrefillArgs& args, Stream stream, const PrefillRunOptions& options);
 
 }  // namespace fastinfer::gdn

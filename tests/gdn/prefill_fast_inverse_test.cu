@@ -1,12 +1,17 @@
-// CPU test of the producer's triangular inverse (src/gdn/kernels/prefill_fast_inverse.cuh): its
-// phases replayed thread by thread on the host (the barriers between phases make that exact)
-// against a double-precision forward substitution, on random strictly lower A0-like tiles.
+// CPU tests of the prefill kernel's host-testable parts: the producer's triangular inverse
+// (src/gdn/kernels/prefill_fast_inverse.cuh), its phases replayed thread by thread on the host
+// (the barriers between phases make that exact) against a double-precision forward substitution
+// on random strictly lower A0-like tiles; and the chunk table of precomputed inverses
+// (prefill_fast_chunk_rows.cuh) against the row rule the kernel reads.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <random>
 #include <vector>
 
+#include "gdn/kernels/prefill_fast_chunk_rows.cuh"
 #include "gdn/kernels/prefill_fast_inverse.cuh"
 
 namespace fastinfer::testing {
@@ -65,6 +70,41 @@ TEST(GdnPrefillFastInverse, MatchesForwardSubstitution) {
       }
     }
     EXPECT_LE(max_err, 1e-5 * std::max(1.0, max_ref)) << "trial " << trial << " (max |T| " << max_ref << ")";
+  }
+}
+
+// Every chunk c of every sequence n gets row key(n) + c = cu[n] / 64 + n + c with exactly its
+// token bounds; rows between sequences are empty; the offsets are a valid cu_seqlens.
+TEST(GdnPrefillChunkRows, EveryChunkHasItsRowAndBounds) {
+  std::mt19937_64 rng(11);
+  for (int trial = 0; trial < 200; ++trial) {
+    const int n = 1 + static_cast<int>(rng() % 40);
+    std::vector<std::int64_t> cu(n + 1, 0);
+    for (int i = 0; i < n; ++i) {
+      const int kind = static_cast<int>(rng() % 6);
+      const std::int64_t len = kind == 0 ? 0 : kind == 1 ? 64 * (1 + rng() % 3) : kind == 2 ? 1 : 1 + rng() % 300;
+      cu[i + 1] = cu[i] + len;
+    }
+    const std::int64_t total = cu[n], rows = total / 64 + n;
+    const auto offset = [&](int i) { return cu[i]; };
+    std::vector<std::int64_t> offsets(rows + 1);
+    for (std::int64_t x = 0; x <= rows; ++x) offsets[x] = gdn::kernels::fast::chunk_row_offset(offset, n, total, x);
+    for (std::int64_t x = 0; x < rows; ++x) {
+      ASSERT_LE(offsets[x], offsets[x + 1]) << "trial " << trial << " row " << x;
+      ASSERT_LE(offsets[x + 1] - offsets[x], 64) << "trial " << trial << " row " << x;
+    }
+    ASSERT_GE(offsets[0], 0);
+    ASSERT_LE(offsets[rows], total);
+    std::int64_t covered = 0;
+    for (int s = 0; s < n; ++s)
+      for (std::int64_t c = 0; cu[s] + 64 * c < cu[s + 1]; ++c) {
+        const std::int64_t x = cu[s] / 64 + s + c;
+        ASSERT_LT(x, rows) << "trial " << trial;
+        EXPECT_EQ(offsets[x], cu[s] + 64 * c) << "trial " << trial << " seq " << s << " chunk " << c;
+        EXPECT_EQ(offsets[x + 1], std::min(cu[s] + 64 * (c + 1), cu[s + 1])) << "trial " << trial << " seq " << s;
+        covered += offsets[x + 1] - offsets[x];
+      }
+    EXPECT_EQ(covered, total) << "trial " << trial;  // so every other row is empty
   }
 }
 

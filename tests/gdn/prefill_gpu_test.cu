@@ -1,6 +1,8 @@
 // GPU tests of gdn::prefill against the fp64 oracle on the issue's grid (heads x lengths) and on
-// gate, scale, state-form, state-dtype and checkpoint variations; outputs and states are poisoned
-// with NaN before every run so unwritten elements fail; inputs are fresh random values.
+// gate, scale, state-form, state-dtype and checkpoint variations, each run with both inverse
+// sources of the kernel (T solved by the producer, T precomputed by CP stage 1) and with few
+// persistent CTAs over many ragged items; outputs and states are poisoned with NaN before every
+// run so unwritten elements fail; inputs are fresh random values.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -8,6 +10,7 @@
 #include <cstring>
 #include <vector>
 
+#include "gdn/prefill_runner.h"
 #include "prefill_gpu_util.h"
 #include "runtime/cuda_check.h"
 #include "support/gpu_test.h"
@@ -16,6 +19,19 @@ namespace fastinfer::testing {
 namespace {
 
 class GdnPrefillGpu : public GpuTest {};
+
+int failures = 0;
+
+// gdn::prefill's non-CP path with the kernel solving T and with T precomputed (CP stage 1).
+void check(const PrefillCase& c, std::uint64_t seed, bool in_place = false, int ctas = 0) {
+  const auto with = [ctas](gdn::InverseSource inverse) {
+    return [ctas, inverse](const gdn::PrefillArgs& a) { gdn::prefill_with_options(a, nullptr, {.inverse = inverse, .ctas = ctas}); };
+  };
+  const std::string solve = "solve ctas " + std::to_string(ctas), tinv = "tinv ctas " + std::to_string(ctas);
+  failures += run_variants_against_oracle(
+      c, seed, in_place,
+      {{solve.c_str(), with(gdn::InverseSource::kSolveInKernel)}, {tinv.c_str(), with(gdn::InverseSource::kPrecompute)}});
+}
 
 TEST_F(GdnPrefillGpu, HeadsTimesLengthsGrid) {
   const std::vector<std::array<std::int64_t, 3>> heads{{1, 1, 1}, {4, 1, 1}, {3, 3, 3}, {6, 2, 2},
@@ -30,7 +46,7 @@ TEST_F(GdnPrefillGpu, HeadsTimesLengthsGrid) {
       c.hq = h[0], c.hk = h[1], c.hv = h[2];
       c.lengths = l;
       c.state = seed % 3 == 0 ? StateForm::kNone : seed % 3 == 1 ? StateForm::kPacked : StateForm::kPool;
-      run_against_oracle(c, seed++);
+      check(c, seed++);
     }
 }
 
@@ -60,8 +76,9 @@ TEST_F(GdnPrefillGpu, GatesScalesStatesAndDtypes) {
     c.state_dtype = sd;
     cases.push_back(c);
   }
-  {
+  for (DType dt : {DType::kBFloat16, DType::kFloat16}) {
     PrefillCase c;
+    c.dtype = dt;
     c.hq = 6, c.hk = 2, c.hv = 2;
     c.lengths = {200, 31, 1};
     c.l2norm_in_kernel = true;
@@ -69,7 +86,7 @@ TEST_F(GdnPrefillGpu, GatesScalesStatesAndDtypes) {
     cases.push_back(c);
   }
   std::uint64_t seed = 500;
-  for (const auto& c : cases) run_against_oracle(c, seed++);
+  for (const auto& c : cases) check(c, seed++);
 }
 
 TEST_F(GdnPrefillGpu, InPlaceStateAndCheckpoints) {
@@ -78,11 +95,22 @@ TEST_F(GdnPrefillGpu, InPlaceStateAndCheckpoints) {
   c.lengths = {300, 0, 64, 129};
   c.state = StateForm::kPool;
   c.checkpoint_every = 64;
-  run_against_oracle(c, 900, /*in_place=*/true);
+  check(c, 900, /*in_place=*/true);
   c.checkpoint_every = 128;
   c.state = StateForm::kPacked;
   c.state_dtype = DType::kBFloat16;
-  run_against_oracle(c, 901);
+  check(c, 901);
+}
+
+// Few CTAs, many ragged work items: each persistent CTA walks several (sequence, head) pairs and
+// the stage barriers carry their phases across items (odd chunk counts per item included).
+TEST_F(GdnPrefillGpu, PersistentCtasOverManyItems) {
+  PrefillCase c;
+  c.hq = 3, c.hk = 3, c.hv = 3;
+  c.lengths = {1, 64, 65, 0, 129, 7, 200, 63, 64, 300, 2, 191};
+  c.state = StateForm::kPool;
+  c.l2norm_in_kernel = true;
+  for (int ctas : {1, 5, 7}) check(c, 2000 + ctas, false, ctas);
 }
 
 // Two calls chained through the state equal one call (GPU against GPU); the split is at a
@@ -161,6 +189,8 @@ TEST_F(GdnPrefillGpu, GraphCaptureReplaysEagerResult) {
   EXPECT_EQ(0, std::memcmp(eager.output.data(), graph.output.data(), eager.output.nbytes()));
   EXPECT_EQ(0, std::memcmp(eager.final_state.data(), graph.final_state.data(), eager.final_state.nbytes()));
 }
+
+TEST_F(GdnPrefillGpu, ZZSummary) { std::printf("prefill GPU variants failed: %d\n", failures); }
 
 }  // namespace
 }  // namespace fastinfer::testing

@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <functional>
+#include <string>
+#include <vector>
 
 #include "prefill_test_util.h"
 #include "runtime/cuda_check.h"
@@ -82,36 +84,55 @@ inline Tolerance tolerance_for(const PrefillCase& c) {
 
 // `run` replaces gdn::prefill (e.g. the CP pipeline with a forced chunk length).
 using PrefillCall = std::function<void(const gdn::PrefillArgs&)>;
+struct PrefillVariant {
+  const char* name;  // printed with the case ("" for gdn::prefill itself)
+  PrefillCall run;   // empty: gdn::prefill
+};
 
-inline void run_against_oracle(const PrefillCase& c, std::uint64_t seed, bool in_place = false,
-                               const PrefillCall& run = {}) {
-  PrefillProblem want = make_problem(c, seed);
-  PrefillProblem got = want;
-  {
-    DeviceProblem dev(got);
-    if (run) run(dev.args(got, in_place));
-    else gdn::prefill(dev.args(got, in_place));
-    FASTINFER_CUDA_CHECK(cudaDeviceSynchronize());
-    dev.copy_back(got, in_place);
-  }
+// Each variant on a fresh device copy of one random problem (NaN-poisoned outputs) against one
+// fp64 oracle run; prints one line per variant. Returns the number of failing variants.
+inline int run_variants_against_oracle(const PrefillCase& c, std::uint64_t seed, bool in_place,
+                                       const std::vector<PrefillVariant>& variants) {
+  const PrefillProblem base = make_problem(c, seed);
+  PrefillProblem want = base;
   gdn::PrefillArgs a = want.args();
   if (in_place && a.output_state) a.output_state = want.initial_state.view();
   ref::gdn_prefill_serial_fp64(a);
   const Tolerance tol = tolerance_for(c);
-  const Closeness out = allclose(got.output, want.output, tol.out_atol, tol.out_rtol);
-  EXPECT_TRUE(out.ok) << c.name() << ": output " << out.first_failure << " (max abs " << out.max_abs << ")";
-  const HostTensor& got_state = in_place ? got.initial_state : got.final_state;
-  const HostTensor& want_state = in_place ? want.initial_state : want.final_state;
-  const Closeness st = allclose(got_state, want_state, tol.state_atol, tol.state_rtol);
-  EXPECT_TRUE(st.ok) << c.name() << ": state " << st.first_failure << " (max abs " << st.max_abs << ")";
-  Closeness ck;
-  if (c.checkpoint_every) {
-    ck = allclose(got.checkpoints, want.checkpoints, tol.state_atol, tol.state_rtol);
-    EXPECT_TRUE(ck.ok) << c.name() << ": checkpoints " << ck.first_failure;
+  int failed = 0;
+  for (const PrefillVariant& variant : variants) {
+    PrefillProblem got = base;
+    {
+      DeviceProblem dev(got);
+      if (variant.run) variant.run(dev.args(got, in_place));
+      else gdn::prefill(dev.args(got, in_place));
+      FASTINFER_CUDA_CHECK(cudaDeviceSynchronize());
+      dev.copy_back(got, in_place);
+    }
+    const std::string name = c.name() + (variant.name[0] ? std::string(" [") + variant.name + "]" : "");
+    const Closeness out = allclose(got.output, want.output, tol.out_atol, tol.out_rtol);
+    EXPECT_TRUE(out.ok) << name << ": output " << out.first_failure << " (max abs " << out.max_abs << ")";
+    const HostTensor& got_state = in_place ? got.initial_state : got.final_state;
+    const HostTensor& want_state = in_place ? want.initial_state : want.final_state;
+    const Closeness st = allclose(got_state, want_state, tol.state_atol, tol.state_rtol);
+    EXPECT_TRUE(st.ok) << name << ": state " << st.first_failure << " (max abs " << st.max_abs << ")";
+    Closeness ck;
+    if (c.checkpoint_every) {
+      ck = allclose(got.checkpoints, want.checkpoints, tol.state_atol, tol.state_rtol);
+      EXPECT_TRUE(ck.ok) << name << ": checkpoints " << ck.first_failure;
+    }
+    const bool ok = out.ok && st.ok && ck.ok;
+    failed += !ok;
+    std::printf("%s %-90s out %.1e/%.1e (err/tol %.2f) state %.1e/%.1e (err/tol %.2f)%s\n", ok ? "ok  " : "FAIL",
+                name.c_str(), out.max_abs, out.rel_l2, out.worst, st.max_abs, st.rel_l2, st.worst, in_place ? " in-place" : "");
+    std::fflush(stdout);  // a later hang or trap must not swallow the lines already printed
   }
-  std::printf("%s %-78s out %.1e/%.1e (err/tol %.2f) state %.1e/%.1e (err/tol %.2f)%s\n",
-              out.ok && st.ok && ck.ok ? "ok  " : "FAIL", c.name().c_str(), out.max_abs, out.rel_l2, out.worst, st.max_abs,
-              st.rel_l2, st.worst, in_place ? " in-place" : "");
+  return failed;
+}
+
+inline void run_against_oracle(const PrefillCase& c, std::uint64_t seed, bool in_place = false,
+                               const PrefillCall& run = {}) {
+  run_variants_against_oracle(c, seed, in_place, {{"", run}});
 }
 
 }  // namespace fastinfer::testing

@@ -19,10 +19,17 @@ void launch_prefill_fast(const PrefillParams& params, int ctas, Stream stream, u
   const std::int64_t rows = params.segment_offsets != nullptr ? params.num_segments : params.num_seqs;
   const std::int64_t items = rows * params.num_state_heads;
   if (items == 0 || params.total_tokens == 0) return;
-  const unsigned grid = static_cast<unsigned>(items < ctas ? items : ctas);
-  kernels::fast::gdn_prefill_fast_kernel<kType>
-      <<<grid, kernels::fast::FastConfig::kThreads, kernels::fast::FastSmem::kBytes, stream>>>(params, profile);
-  FASTINFER_CUDA_CHECK(cudaGetLastError());
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(static_cast<unsigned>(items < ctas ? items : ctas));
+  config.blockDim = dim3(kernels::fast::FastConfig::kThreads);
+  config.dynamicSmemBytes = kernels::fast::FastSmem::kBytes;
+  config.stream = stream;
+  cudaLaunchAttribute programmatic{};
+  programmatic.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  programmatic.val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = &programmatic;
+  config.numAttrs = params.programmatic_launch ? 1 : 0;
+  FASTINFER_CUDA_CHECK(cudaLaunchKernelEx(&config, kernels::fast::gdn_prefill_fast_kernel<kType>, params, profile));
 }
 
 }  // namespace fastinfer::gdn

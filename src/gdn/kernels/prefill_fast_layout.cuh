@@ -43,6 +43,9 @@ struct FastSmem {
   static constexpr int kTGated = kV + kTileD;  // T_g[t][j] = T[t][j] beta_j Gamma[t][j], j <= t, rounded
   static constexpr int kTGatedLo = kTGated + kTileC;  // T_g - round(T_g), rounded
   static constexpr int kP = kTGatedLo + kTileC;  // P[t][j] = (q_t . k_j) Gamma[t][j], j <= t
+  // A precomputed Tinv (fp32 [64][64], lower triangle loaded) lands where T_g hi/lo go: the
+  // producer reads it into registers before it writes T_g.
+  static constexpr int kInverseIn = kTGated;
   static constexpr int kGates = kP + kTileC;
   static constexpr int kStageBytes = kGates + FastGates::kFloats * 4;
   // Producer-private solve tiles, the consumers' output staging tile, the stage barriers.
@@ -53,6 +56,7 @@ struct FastSmem {
   static constexpr int kBarriers = kOut + kTileD;  // full[kStages], empty[kStages]
   static constexpr int kBytes = kBarriers + 2 * Cfg::kStages * 8;
   static_assert(kBytes <= 227 * 1024, "exceeds the sm_90 shared memory per block");
+  static_assert(kP - kInverseIn >= Cfg::kChunk * Cfg::kChunk * 4, "Tinv must fit the T_g tiles");
   static_assert(kStageBytes % 128 == 0 && kK % 16 == 0 && kTGated % 16 == 0 && kTGatedLo % 16 == 0 && kP % 16 == 0 && kOut % 16 == 0 &&
                 kBarriers % 8 == 0);
 };

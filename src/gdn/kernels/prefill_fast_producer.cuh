@@ -5,6 +5,8 @@
 //   gates (G = cumsum log alpha, e^G, e^{G_63 - G}, beta),
 //   A0 = strict_lower(diag(beta) K K^T) (fp32, private) and P = (Q K^T) o Gamma (lower incl. diag),
 //   T = (I + A0)^-1 (fp32, on chip) and T_g = (T diag(beta)) o Gamma as a rounded pair hi + lo.
+// With a precomputed Tinv (PrefillParams::chunk_inverse, CP stage 1) the chunk's T is loaded with
+// its q, k, v instead: no A0, no solve.
 // Only the producer's 128 threads take part; they synchronise with named barrier 1.
 #include <cstdint>
 
@@ -27,6 +29,7 @@ struct ChunkSource {
   std::int64_t token0;  // packed index of the chunk's first token
   int len;              // real tokens in the chunk (1 .. 64)
   int head;             // state head (gate column)
+  const float* inverse; // the chunk's precomputed Tinv [64][64], or nullptr: solve it
 };
 
 // q, k, v rows [0, len) into the stage (16-byte cp.async), zero rows after, and the raw alpha and
@@ -59,6 +62,14 @@ __device__ __forceinline__ void issue_tile_loads(unsigned char* stage, const Chu
     const bool inside = t < src.len;
     cp_async_4(gates + (ptid < Cfg::kChunk ? FastGates::kRawAlpha : FastGates::kRawBeta) + t,
                inside ? gate + (src.token0 + t) * stride + src.head : gate, inside ? 4 : 0);
+  }
+  if (src.inverse != nullptr) {  // the lower triangle only (16-byte vectors with a column <= row)
+    float* dst = reinterpret_cast<float*>(stage + FastSmem::kInverseIn);
+#pragma unroll 4
+    for (int i = ptid; i < Cfg::kChunk * Cfg::kChunk / 4; i += Cfg::kProducerThreads) {
+      const int r = i / (Cfg::kChunk / 4), c = 4 * (i % (Cfg::kChunk / 4));
+      if (c <= r) cp_async_16(dst + r * Cfg::kChunk + c, src.inverse + r * Cfg::kChunk + c, 16);
+    }
   }
   cp_async_commit();
 }
@@ -158,7 +169,7 @@ __device__ __forceinline__ void rows_times_k(float (&acc)[8][4], const Element* 
 // (rounded, lower including the diagonal; zero above it inside the diagonal block): block b costs
 // b + 1 column pairs, so every warp gets five.
 template <InputType kType>
-__device__ __forceinline__ void compute_a0_and_p(unsigned char* stage, float* a0, int pwarp, int lane) {
+__device__ __forceinline__ void compute_a0_and_p(unsigned char* stage, float* a0, bool with_a0, int pwarp, int lane) {
   using Cfg = FastConfig;
   using Op = Operand<kType>;
   using Element = typename Op::Element;
@@ -169,16 +180,18 @@ __device__ __forceinline__ void compute_a0_and_p(unsigned char* stage, float* a0
   const int g = lane / 4, quad = lane % 4;
   float acc[8][4];
   const int a_block = 3 - pwarp;
-  rows_times_k<kType>(acc, k, k, a_block, lane);
+  if (with_a0) {
+    rows_times_k<kType>(acc, k, k, a_block, lane);
 #pragma unroll
-  for (int n = 0; n < 8; ++n)
-    if (n / 2 <= a_block) {
+    for (int n = 0; n < 8; ++n)
+      if (n / 2 <= a_block) {
 #pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const int t = 16 * a_block + g + 8 * (i / 2), j = 8 * n + 2 * quad + i % 2;
-        a0[t * Cfg::kPitchF + j] = j < t ? gates[FastGates::kBeta + t] * acc[n][i] : 0.0f;
+        for (int i = 0; i < 4; ++i) {
+          const int t = 16 * a_block + g + 8 * (i / 2), j = 8 * n + 2 * quad + i % 2;
+          a0[t * Cfg::kPitchF + j] = j < t ? gates[FastGates::kBeta + t] * acc[n][i] : 0.0f;
+        }
       }
-    }
+  }
   rows_times_k<kType>(acc, q, k, pwarp, lane);
 #pragma unroll
   for (int n = 0; n < 8; ++n)
@@ -212,10 +225,10 @@ __device__ __forceinline__ void invert_unit_lower(const float* a, float* inverse
 }
 
 // Phase 1 of a chunk whose loads were issued earlier: wait for them, gates, L2 norm, e^G,
-// A0 and P. Ends with a producer barrier (A0 complete).
+// A0 (unless Tinv was loaded) and P. Ends with a producer barrier (A0 complete).
 template <InputType kType>
-__device__ __forceinline__ void prepare_chunk(const PrefillParams& p, int len, unsigned char* stage, unsigned char* smem,
-                                              int ptid, PhaseTimer& timer) {
+__device__ __forceinline__ void prepare_chunk(const PrefillParams& p, int len, bool loaded_inverse, unsigned char* stage,
+                                              unsigned char* smem, int ptid, PhaseTimer& timer) {
   using Cfg = FastConfig;
   using Element = typename Operand<kType>::Element;
   const int pwarp = ptid / 32, lane = ptid % 32;
@@ -235,35 +248,56 @@ __device__ __forceinline__ void prepare_chunk(const PrefillParams& p, int len, u
     gates[FastGates::kExpG + ptid] = __expf(g);
     gates[FastGates::kDecayToEnd + ptid] = __expf(gates[FastGates::kG + Cfg::kChunk - 1] - g);
   }
-  compute_a0_and_p<kType>(stage, reinterpret_cast<float*>(smem + FastSmem::kA0), pwarp, lane);
+  compute_a0_and_p<kType>(stage, reinterpret_cast<float*>(smem + FastSmem::kA0), !loaded_inverse, pwarp, lane);
   producer_sync();
   timer.tick(kPrepareProducts);
 }
 
-// Phase 2: T = (I + A0)^-1 and T_g into the stage. The caller then arrives on the stage's full
-// barrier (each thread's writes are released by its own arrival).
-template <InputType kType>
-__device__ __forceinline__ void finish_chunk(unsigned char* stage, unsigned char* smem, int ptid, PhaseTimer& timer) {
+// T_g[t][j] = T[t][j] beta_j e^{G_t - G_j} (j <= t, else 0) as a rounded pair hi + lo (cp4's
+// numerics, 0ce9fd6: everything that feeds the state). T is read by `inverse(t, j)` into registers
+// first (a loaded Tinv shares its shared memory with T_g), then written.
+template <InputType kType, class InverseAt>
+__device__ __forceinline__ void write_t_gated(unsigned char* stage, InverseAt inverse, int ptid) {
   using Cfg = FastConfig;
   using Op = Operand<kType>;
   using Element = typename Op::Element;
+  constexpr int kPerThread = Cfg::kChunk * Cfg::kChunk / Cfg::kProducerThreads;
   const float* gates = reinterpret_cast<const float*>(stage + FastSmem::kGates);
-  float* inverse = reinterpret_cast<float*>(smem + FastSmem::kInverse);
-  invert_unit_lower(reinterpret_cast<const float*>(smem + FastSmem::kA0), inverse,
-                    reinterpret_cast<float*>(smem + FastSmem::kScratch), ptid);
-  timer.tick(kFinishInverse);
-  // T_g as a rounded pair hi + lo (cp4's numerics, 0ce9fd6: everything that feeds the state).
+  float value[kPerThread];
+#pragma unroll
+  for (int e = 0; e < kPerThread; ++e) {
+    const int i = ptid + Cfg::kProducerThreads * e, t = i / Cfg::kChunk, j = i % Cfg::kChunk;
+    value[e] = j <= t ? inverse(t, j) * gates[FastGates::kBeta + j] * __expf(gates[FastGates::kG + t] - gates[FastGates::kG + j])
+                      : 0.0f;
+  }
+  producer_sync();
   Element* t_gated = reinterpret_cast<Element*>(stage + FastSmem::kTGated);
   Element* t_gated_lo = reinterpret_cast<Element*>(stage + FastSmem::kTGatedLo);
-  for (int i = ptid; i < Cfg::kChunk * Cfg::kChunk; i += Cfg::kProducerThreads) {
-    const int t = i / Cfg::kChunk, j = i % Cfg::kChunk;
-    float value = 0.0f;
-    if (j <= t)
-      value = inverse[t * Cfg::kPitchF + j] * gates[FastGates::kBeta + j] *
-              __expf(gates[FastGates::kG + t] - gates[FastGates::kG + j]);
-    const Element hi = Op::round(value);
+#pragma unroll
+  for (int e = 0; e < kPerThread; ++e) {
+    const int i = ptid + Cfg::kProducerThreads * e, t = i / Cfg::kChunk, j = i % Cfg::kChunk;
+    const Element hi = Op::round(value[e]);
     t_gated[t * Cfg::kPitchC + j] = hi;
-    t_gated_lo[t * Cfg::kPitchC + j] = Op::round(value - Op::to_float(hi));
+    t_gated_lo[t * Cfg::kPitchC + j] = Op::round(value[e] - Op::to_float(hi));
+  }
+}
+
+// Phase 2: T (loaded, or (I + A0)^-1 solved here) and T_g into the stage. The caller then arrives
+// on the stage's full barrier (each thread's writes are released by its own arrival).
+template <InputType kType>
+__device__ __forceinline__ void finish_chunk(bool loaded_inverse, unsigned char* stage, unsigned char* smem, int ptid,
+                                             PhaseTimer& timer) {
+  using Cfg = FastConfig;
+  if (loaded_inverse) {
+    const float* loaded = reinterpret_cast<const float*>(stage + FastSmem::kInverseIn);
+    timer.tick(kFinishInverse);
+    write_t_gated<kType>(stage, [&](int t, int j) { return loaded[t * Cfg::kChunk + j]; }, ptid);
+  } else {
+    float* inverse = reinterpret_cast<float*>(smem + FastSmem::kInverse);
+    invert_unit_lower(reinterpret_cast<const float*>(smem + FastSmem::kA0), inverse,
+                      reinterpret_cast<float*>(smem + FastSmem::kScratch), ptid);
+    timer.tick(kFinishInverse);
+    write_t_gated<kType>(stage, [&](int t, int j) { return inverse[t * Cfg::kPitchF + j]; }, ptid);
   }
   timer.tick(kFinishTGated);
 }

@@ -4,8 +4,9 @@
 // chunks:
 //   warps 0-7  (consumers) hold the 128x128 fp32 state in registers, warp w rows 16w .. 16w+15,
 //              and run the state-dependent products of chunk c (prefill_fast_consumer.cuh);
-//   warps 8-11 (producer)  prepare chunk c+1 meanwhile: loads, gates, A0, P, T, T_g
-//              (prefill_fast_producer.cuh), into the other of two shared-memory stages.
+//   warps 8-11 (producer)  prepare chunk c+1 meanwhile: loads, gates, A0, P, T (solved, or a
+//              precomputed Tinv loaded), T_g (prefill_fast_producer.cuh), into the other of two
+//              shared-memory stages.
 // Stage s hand-off: full[s] (128 producer arrivals) and empty[s] (256 consumer arrivals)
 // mbarriers; both roles count chunks identically, so the n-th use of stage n % 2 waits for
 // parity (n / 2) & 1.
@@ -99,13 +100,27 @@ __device__ __forceinline__ const Element* head_rows(const void* base, int head, 
   return static_cast<const Element*>(base) + static_cast<std::int64_t>(head) * heads / p.num_state_heads * stride_head;
 }
 
+// The chunk's precomputed Tinv (the row rule of PrefillParams::chunk_inverse), or nullptr.
+__device__ __forceinline__ const float* chunk_inverse_of(const PrefillParams& p, const ChunkCursor& c) {
+  if (p.chunk_inverse == nullptr) return nullptr;
+  const std::int64_t chunk = (c.token0 - c.w.bos) / FastConfig::kChunk;
+  std::int64_t row;
+  if (p.segment_offsets != nullptr) {
+    if (chunk >= p.chunk_inverse_segment_blocks) return nullptr;
+    row = c.w.row * p.chunk_inverse_segment_blocks + chunk;
+  } else {
+    row = c.w.bos / FastConfig::kChunk + c.w.row + chunk;
+  }
+  return p.chunk_inverse + (row * p.num_state_heads + c.w.head) * (FastConfig::kChunk * FastConfig::kChunk);
+}
+
 template <class Element>
 __device__ __forceinline__ ChunkSource chunk_source(const PrefillParams& p, const ChunkCursor& c) {
   const std::int64_t t0 = c.token0;
   return ChunkSource{head_rows<Element>(p.q, c.w.head, p.num_q_heads, p, p.q_stride_head) + t0 * p.q_stride_token,
                      head_rows<Element>(p.k, c.w.head, p.num_k_heads, p, p.k_stride_head) + t0 * p.k_stride_token,
                      head_rows<Element>(p.v, c.w.head, p.num_v_heads, p, p.v_stride_head) + t0 * p.v_stride_token,
-                     t0, c.w.chunk_len(t0), c.w.head};
+                     t0, c.w.chunk_len(t0), c.w.head, chunk_inverse_of(p, c)};
 }
 
 // The loads of chunk n + 1 are issued (into the other stage, once the consumers released it)
@@ -119,25 +134,30 @@ __device__ void run_producer(const PrefillParams& p, unsigned char* smem, std::u
   PhaseTimer timer(profile, ptid == 0);
   ChunkCursor cur(p, num_items);
   if (!cur.valid) return;
+  bool loaded_inverse = chunk_inverse_of(p, cur) != nullptr;
   issue_tile_loads<Element>(smem, chunk_source<Element>(p, cur), p, ptid);
   std::uint32_t n = 0;
   for (; cur.valid; ++n) {
     unsigned char* stage = smem + (n % kStages) * FastSmem::kStageBytes;
     timer.tick(kProducerOther);
-    prepare_chunk<kType>(p, cur.w.chunk_len(cur.token0), stage, smem, ptid, timer);
+    prepare_chunk<kType>(p, cur.w.chunk_len(cur.token0), loaded_inverse, stage, smem, ptid, timer);
     ChunkCursor next = cur;
     next.advance(p);
+    bool next_loaded_inverse = false;
     if (next.valid) {
       const std::uint32_t m = n + 1;
       if (m >= kStages) mbarrier_wait(&empty[m % kStages], (m / kStages + 1) & 1);
       timer.tick(kProducerWait);
-      issue_tile_loads<Element>(smem + (m % kStages) * FastSmem::kStageBytes, chunk_source<Element>(p, next), p, ptid);
+      const ChunkSource source = chunk_source<Element>(p, next);
+      next_loaded_inverse = source.inverse != nullptr;
+      issue_tile_loads<Element>(smem + (m % kStages) * FastSmem::kStageBytes, source, p, ptid);
     }
     timer.tick(kProducerIssue);
-    finish_chunk<kType>(stage, smem, ptid, timer);
+    finish_chunk<kType>(loaded_inverse, stage, smem, ptid, timer);
     mbarrier_arrive(&full[n % kStages]);
     timer.count(kProducerChunks);
     cur = next;
+    loaded_inverse = next_loaded_inverse;
   }
 }
 
