@@ -35,6 +35,8 @@ racecheck_filter() {
     decode_gpu_tests) echo "*EveryTacticMatchesReference*:*GraphCapture*" ;;
     gemm_gpu_tests) echo "DefaultTactics/*" ;;
     gemm_large_m_gpu_tests) echo "*PdlAndGraphReplay*" ;;
+    gdn_prefill_fast_gpu_tests) echo "*InPlaceStateAndCheckpoints*:*PersistentCtasOverManyItems*" ;;
+    gdn_dist_gpu_tests) echo "*ThreeRanksVarlenPoolCpPath*:*RaggedCutGqaNoInitialState*" ;;
     stress_gpu_tests) echo "-*" ;;  # the same kernels as graph_gpu_tests; memcheck/synccheck cover the concurrency
     *) echo "$FILTER" ;;
   esac
