@@ -110,14 +110,16 @@ def main():
                  b=torch.randn(1, 1, 1, device=dev), state=torch.randn(2, 1, D, D, device=dev) * 0.1,
                  initial_state_indices=torch.tensor([1], dtype=torch.int32, device=dev))
         o = torch.empty(1, 1, 1, D, device=dev, dtype=torch.bfloat16)
-        pos = (d["q"], d["k"], d["v"], d["A_log"], d["a"], d["dt_bias"], d["b"], d["state"],
-               d["initial_state_indices"], None, o, None, 0.0, True, False, handle)
         for fast in (True, False):
             _C._set_fast_import(fast)
             tag = "C exchange API" if fast else "nanobind import"
-            row(f"decode: _C.gdn_decode(10 arrays, handle) [{tag}]", lambda: _C.gdn_decode(*pos), per_batch=64)
-            row(f"decode: fastinfer.gated_delta_rule_decode(**d, output=o, stream=handle) [{tag}]",
+            row(f"decode: gated_delta_rule_decode(**d, output=o, stream=handle) [{tag}]",
                 lambda: fastinfer.gated_delta_rule_decode(**d, output=o, stream=handle), per_batch=64)
+        row("decode: gated_delta_rule_decode(positional, output=o, stream=handle)",
+            lambda: fastinfer.gated_delta_rule_decode(d["q"], d["k"], d["v"], d["state"], d["A_log"], d["a"],
+                                                      d["dt_bias"], d["b"], None, o, True,
+                                                      d["initial_state_indices"], None, None, False, handle),
+            per_batch=64)
         _C._set_fast_import(True)
         stream.synchronize()
 

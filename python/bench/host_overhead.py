@@ -30,11 +30,11 @@ BATCHES = 200
 PER_BATCH = 64
 
 
-def host_us(fn, stream) -> float:
+def host_us(fn, stream, batches=BATCHES) -> float:
     for _ in range(16):
         fn()
     per_call = []
-    for _ in range(BATCHES):
+    for _ in range(batches):
         stream.synchronize()
         t0 = time.perf_counter()
         for _ in range(PER_BATCH):
@@ -193,8 +193,6 @@ def main():
     parser.add_argument("--no-cold", action="store_true", help="skip the cold-start children")
     parser.add_argument("--batches", type=int, default=BATCHES, help="timed batches per op (default %(default)s)")
     args = parser.parse_args()
-    global BATCHES
-    BATCHES = args.batches
 
     cpp_ops, raw_launch = {}, None
     if args.cpp and os.path.exists(args.cpp):
@@ -207,12 +205,12 @@ def main():
     stream = torch.cuda.Stream()
     x = torch.zeros(16, device="cuda")
     with torch.cuda.stream(stream):
-        torch_add_us = host_us(lambda: x.add_(1.0), stream)
+        torch_add_us = host_us(lambda: x.add_(1.0), stream, args.batches)
         rows = []
         print(f"{'op (tiny shapes, warm)':48s} {'py us':>8s} {'py alloc us':>11s} {'C++ us':>8s} {'py-C++':>8s} {'x raw':>6s}")
         for key, name, prealloc, alloc in make_cases(stream):
-            us = host_us(prealloc, stream)
-            us_alloc = host_us(alloc, stream)
+            us = host_us(prealloc, stream, args.batches)
+            us_alloc = host_us(alloc, stream, args.batches)
             c = cpp_ops.get(key, {})
             cpp_us = c.get("host_us")
             kernels = c.get("kernels", 1)
@@ -238,7 +236,7 @@ def main():
                       f"{r['first_call_host_ms']:11.3f} {r['first_call_done_ms']:11.3f} {r['second_call_host_us']:8.1f}")
 
     result = dict(ops=rows, torch_add_us=torch_add_us, raw_launch_us=raw_launch, cold_start=cold,
-                  batches=BATCHES, calls_per_batch=PER_BATCH)
+                  batches=args.batches, calls_per_batch=PER_BATCH)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(result, f, indent=2)

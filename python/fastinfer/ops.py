@@ -3,7 +3,7 @@
 Arrays are torch tensors (CUDA or CPU) or numpy arrays (CPU). CUDA arrays run the sm_90a kernels
 on `stream` (an int handle or a torch.cuda.Stream; default: torch's current stream on the arrays'
 device, looked up by the extension); CPU arrays run the exact CPU reference backend. Outputs that
-are not given are allocated with the inputs' library and device. These wrappers do as little as
+are not given are allocated with the inputs' library and device. The wrappers here do as little as
 possible per call (host cost, docs/BENCHMARKS.md): argument checks and conversions live in C++.
 """
 from __future__ import annotations
@@ -35,32 +35,13 @@ def _dtype(like, name):
     return np.dtype(name)
 
 
-def chunk_gated_delta_rule(q, k, v, g=None, beta=None, scale=None, initial_state=None,
-                           output_final_state=False, cu_seqlens=None, use_qk_l2norm_in_kernel=False,
-                           output=None, output_state=None, state_indices=None,
-                           checkpoint_every_n_tokens=0, state_checkpoints=None,
-                           checkpoint_cu_starts=None, use_cp=None, max_seqlen=0, stream=None):
-    """GDN prefill over packed sequences (FlashInfer's chunk_gated_delta_rule).
-
-    q [T, Hq, 128], k [T, Hk, 128], v [T, Hv, 128]; g (the linear forget gate alpha) and beta
-    [T, Hsab] float32; cu_seqlens [N + 1] int32/int64. Returns output [T, Hsab, 128], and with
-    output_final_state=True also the final state [N, Hsab, 128, 128] float32 (or `output_state`).
-    Unlike FlashInfer, use_qk_l2norm_in_kernel really normalises q and k. use_cp picks the
-    context-parallel pipeline: None = automatic, True = always, False = never; max_seqlen (the
-    longest sequence, known on the host) sizes its chunks (0 = unknown: the total token count).
-    """
-    if cu_seqlens is None:
-        raise ValueError("chunk_gated_delta_rule: cu_seqlens must be given (packed varlen input)")
-    if output is None:
-        output = _empty(q, (q.shape[0], max(q.shape[1], v.shape[1]), _HEAD_DIM))
-    if output_final_state and output_state is None:
-        n = cu_seqlens.shape[0] - 1 if state_indices is None else initial_state.shape[0]
-        output_state = _empty(q, (n, max(q.shape[1], v.shape[1]), _HEAD_DIM, _HEAD_DIM), _dtype(q, "float32"))
-    _C.gdn_prefill(q, k, v, cu_seqlens, output, g, beta, 0.0 if scale is None else float(scale),
-                   bool(use_qk_l2norm_in_kernel), initial_state, output_state, state_indices,
-                   int(checkpoint_every_n_tokens), state_checkpoints, checkpoint_cu_starts, stream,
-                   use_cp, int(max_seqlen))
-    return (output, output_state) if output_final_state else output
+# GDN prefill and decode are the extension's own functions (python/src/prefill_bindings.cpp,
+# decode_bindings.cpp; same signatures and docstrings as FlashInfer's): with 16-19 keyword
+# arguments, a Python wrapper in front cost ~1.3 us per call. Outputs they allocate come from
+# _empty / _arange_int32 below.
+chunk_gated_delta_rule = _C.chunk_gated_delta_rule
+gated_delta_rule_decode = _C.gated_delta_rule_decode
+gated_delta_rule_mtp = _C.gated_delta_rule_mtp
 
 
 def chunk_gated_delta_rule_distributed(q, k, v, nccl_comm, g=None, beta=None, scale=None, initial_state=None,
@@ -85,34 +66,6 @@ def chunk_gated_delta_rule_distributed(q, k, v, nccl_comm, g=None, beta=None, sc
                                bool(use_qk_l2norm_in_kernel), initial_state, output_state, state_indices,
                                int(nccl_comm), int(max_slice_len), stream)
     return (output, output_state) if output_final_state else output
-
-
-def gated_delta_rule_decode(q, k, v, state, A_log, a, dt_bias, b, scale=None, output=None,
-                            use_qk_l2norm=True, initial_state_indices=None, output_state_indices=None,
-                            intermediate_states=None, disable_state_update=False, stream=None):
-    """GDN decode / MTP verify against a state pool (FlashInfer's gated_delta_rule_decode*).
-
-    q, k [B, T, H, 128], v [B, T, HV, 128]; state pool [P, HV, 128, 128] float32 or bfloat16;
-    initial_state_indices [B] int32 (default: arange(B)); -1 marks a padded slot. Returns output
-    [B, T, HV, 128].
-    """
-    if output is None:
-        output = _empty(q, (q.shape[0], q.shape[1], v.shape[2], _HEAD_DIM))
-    if initial_state_indices is None:
-        initial_state_indices = _arange_int32(q, q.shape[0])
-    _C.gdn_decode(q, k, v, A_log, a, dt_bias, b, state, initial_state_indices, output_state_indices, output,
-                  intermediate_states, 0.0 if scale is None else float(scale), bool(use_qk_l2norm),
-                  bool(disable_state_update), stream)
-    return output
-
-
-def gated_delta_rule_mtp(q, k, v, state, A_log, a, dt_bias, b, scale=None, output=None, use_qk_l2norm=True,
-                         initial_state_indices=None, output_state_indices=None, intermediate_states=None,
-                         disable_state_update=False, stream=None):
-    """Multi-token verification: gated_delta_rule_decode with T > 1 draft tokens per sequence."""
-    return gated_delta_rule_decode(q, k, v, state, A_log, a, dt_bias, b, scale, output, use_qk_l2norm,
-                                   initial_state_indices, output_state_indices, intermediate_states,
-                                   disable_state_update, stream)
 
 
 def _arange_int32(like, n):

@@ -167,3 +167,27 @@ def test_stream_argument_forms():
     assert _C._resolve_stream(HasCudaStream(), a) == 1234
     with pytest.raises(TypeError, match="fastinfer: stream must be"):
         _C._resolve_stream("default", a)
+
+
+def test_prefill_and_decode_take_flashinfers_arguments_by_position_and_keyword():
+    rng = np.random.default_rng(2)
+    q = rng.standard_normal((8, 1, 128)).astype(np.float16)
+    cu = np.array([0, 3, 8], dtype=np.int32)
+    out, state = fastinfer.chunk_gated_delta_rule(q, q, q, None, None, None, None, True, cu)
+    assert out.shape == (8, 1, 128) and out.dtype == np.float16
+    assert state.shape == (2, 1, 128, 128) and state.dtype == np.float32
+    given = np.full_like(out, np.nan)
+    assert fastinfer.chunk_gated_delta_rule(q, q, q, cu_seqlens=cu, output=given) is given
+    np.testing.assert_array_equal(given, out)
+
+    qd = rng.standard_normal((2, 1, 1, 128)).astype(np.float16)
+    pool = np.zeros((3, 1, 128, 128), dtype=np.float32)
+    gates = [np.zeros(1, np.float32), np.zeros((2, 1, 1), np.float32), np.zeros(1, np.float32),
+             np.zeros((2, 1, 1), np.float32)]
+    a = fastinfer.gated_delta_rule_decode(qd, qd, qd, pool.copy(), *gates)  # default slots arange(B)
+    b = fastinfer.gated_delta_rule_mtp(q=qd, k=qd, v=qd, state=pool.copy(), A_log=gates[0], a=gates[1],
+                                       dt_bias=gates[2], b=gates[3], initial_state_indices=np.arange(2, dtype=np.int32))
+    assert a.shape == (2, 1, 1, 128)
+    np.testing.assert_array_equal(a, b)
+    with pytest.raises(TypeError):
+        fastinfer.gated_delta_rule_decode(qd, qd, qd, pool, *gates, no_such_argument=1)

@@ -24,7 +24,8 @@ def _tensors(torch):
     yield "transposed view", base[1].t()
     yield "empty", torch.empty(0, 128, device="cuda")
     yield "scalar", torch.tensor(3.0, device="cuda")
-    yield "parameter (Tensor subclass)", torch.nn.Parameter(torch.randn(4, 128, device="cuda"))
+    # requires_grad=False: torch's __dlpack__ (the fallback path) refuses tensors that need grad.
+    yield "parameter (Tensor subclass)", torch.nn.Parameter(torch.randn(4, 128, device="cuda"), requires_grad=False)
     yield "cpu float32", torch.randn(4, 3)
 
 

@@ -1,0 +1,54 @@
+#include "python_args.h"
+
+#include <nanobind/stl/string.h>
+
+namespace nb = nanobind;
+
+namespace fastinfer::python {
+
+bool truthy(nb::handle obj) {
+  const int r = PyObject_IsTrue(obj.ptr());
+  if (r < 0) throw nb::python_error();
+  return r != 0;
+}
+
+float to_float(nb::handle obj, float if_none) {
+  if (obj.is_none()) return if_none;
+  const double d = PyFloat_AsDouble(obj.ptr());
+  if (d == -1.0 && PyErr_Occurred()) throw nb::python_error();
+  return static_cast<float>(d);
+}
+
+std::int64_t to_int(nb::handle obj) {
+  const long long v = PyLong_AsLongLong(obj.ptr());
+  if (v == -1 && PyErr_Occurred()) throw nb::python_error();
+  return v;
+}
+
+namespace {
+
+// fastinfer.ops' allocation helpers, looked up once (the module is imported by then: the package
+// imports it right after the extension). Leaked on purpose: no decref after interpreter exit.
+nb::handle ops_helper(const char* name) {
+  nb::object helper = nb::module_::import_("fastinfer.ops").attr(name);
+  return helper.release();
+}
+
+}  // namespace
+
+nb::object empty_like(nb::handle like, std::initializer_list<std::int64_t> shape, bool float32) {
+  static const nb::handle empty = ops_helper("_empty");
+  static const nb::handle dtype = ops_helper("_dtype");
+  nb::list dims;
+  for (std::int64_t d : shape) dims.append(d);
+  nb::object t = nb::tuple(dims);
+  if (!float32) return nb::borrow(empty)(like, t);
+  return nb::borrow(empty)(like, t, nb::borrow(dtype)(like, "float32"));
+}
+
+nb::object arange_int32(nb::handle like, std::int64_t n) {
+  static const nb::handle arange = ops_helper("_arange_int32");
+  return nb::borrow(arange)(like, n);
+}
+
+}  // namespace fastinfer::python
