@@ -115,6 +115,12 @@ def main():
             tag = "C exchange API" if fast else "nanobind import"
             row(f"decode: gated_delta_rule_decode(**d, output=o, stream=handle) [{tag}]",
                 lambda: fastinfer.gated_delta_rule_decode(**d, output=o, stream=handle), per_batch=64)
+        _C._set_release_gil(False)
+        row("decode: gated_delta_rule_decode(**d, output=o, stream=handle) [GIL kept during the launch]",
+            lambda: fastinfer.gated_delta_rule_decode(**d, output=o, stream=handle), per_batch=64)
+        row("mm: fastinfer.mm_bf16_fp4(a, w, out=out, stream=handle) [GIL kept during the launch]",
+            lambda: fastinfer.mm_bf16_fp4(a, weights, out=out, stream=handle), per_batch=64)
+        _C._set_release_gil(True)
         row("decode: gated_delta_rule_decode(positional, output=o, stream=handle)",
             lambda: fastinfer.gated_delta_rule_decode(d["q"], d["k"], d["v"], d["state"], d["A_log"], d["a"],
                                                       d["dt_bias"], d["b"], None, o, True,

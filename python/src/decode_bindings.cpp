@@ -50,7 +50,7 @@ nb::object decode(nb::handle q, nb::handle k, nb::handle v, nb::handle state, nb
   args.disable_state_update = truthy(disable_state_update);
   const Stream s = resolve_stream(stream, q, args.q);
   {
-    nb::gil_scoped_release release;
+    LaunchGilRelease release;
     gdn::decode(args, s);
   }
   return out;

@@ -12,6 +12,7 @@
 #include "fastinfer/error.h"
 #include "fastinfer/version.h"
 #include "fastinfer/workspace.h"
+#include "python_args.h"
 #include "tensor_conversion.h"
 
 namespace nb = nanobind;
@@ -83,6 +84,8 @@ NB_MODULE(_C, m) {
         "Off: arrays go through nanobind's DLPack import even where the C exchange API exists.");
   m.def("_fast_import_available", &python::fast_import_available, nb::arg("array"),
         "Whether the array's type publishes DLPack's C exchange API (the fast argument path).");
+  m.def("_set_release_gil", &python::set_release_gil, nb::arg("on"),
+        "Off: the ops keep the GIL while they launch (measures what releasing it costs).");
   m.def("_convert", [](nb::args arrays) {
     python::ArrayArgs converter;
     for (nb::handle a : arrays) (void)converter.view(a, "array");

@@ -68,7 +68,7 @@ nb::object prefill(nb::handle q, nb::handle k, nb::handle v, nb::handle g, nb::h
   args.max_seqlen = to_int(max_seqlen);
   const Stream s = resolve_stream(stream, q, args.q);
   {
-    nb::gil_scoped_release release;
+    LaunchGilRelease release;
     gdn::prefill(args, s);
   }
   if (final_state) return nb::make_tuple(out, out_state);

@@ -27,6 +27,8 @@ std::int64_t to_int(nb::handle obj) {
 
 namespace {
 
+bool g_release_gil = true;
+
 // fastinfer.ops' allocation helpers, looked up once (the module is imported by then: the package
 // imports it right after the extension). Leaked on purpose: no decref after interpreter exit.
 nb::handle ops_helper(const char* name) {
@@ -35,6 +37,16 @@ nb::handle ops_helper(const char* name) {
 }
 
 }  // namespace
+
+LaunchGilRelease::LaunchGilRelease() {
+  if (g_release_gil) state_ = PyEval_SaveThread();
+}
+
+LaunchGilRelease::~LaunchGilRelease() {
+  if (state_) PyEval_RestoreThread(state_);
+}
+
+void set_release_gil(bool on) { g_release_gil = on; }
 
 nb::object empty_like(nb::handle like, std::initializer_list<std::int64_t> shape, bool float32) {
   static const nb::handle empty = ops_helper("_empty");

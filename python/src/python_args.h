@@ -15,6 +15,21 @@ bool truthy(nanobind::handle obj);
 float to_float(nanobind::handle obj, float if_none);
 std::int64_t to_int(nanobind::handle obj);
 
+// Releases the GIL around an op's launch (other Python threads run meanwhile), unless the
+// host-cost probe _C._set_release_gil(False) turned that off. Declare it after every object that
+// needs the GIL to be destroyed.
+class LaunchGilRelease {
+ public:
+  LaunchGilRelease();
+  ~LaunchGilRelease();
+  LaunchGilRelease(const LaunchGilRelease&) = delete;
+  LaunchGilRelease& operator=(const LaunchGilRelease&) = delete;
+
+ private:
+  PyThreadState* state_ = nullptr;
+};
+void set_release_gil(bool on);
+
 // An uninitialised array of `shape` with the library and device of `like`; dtype: like's, or
 // float32 when `float32` is set.
 nanobind::object empty_like(nanobind::handle like, std::initializer_list<std::int64_t> shape, bool float32 = false);
