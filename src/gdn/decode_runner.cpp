@@ -130,9 +130,12 @@ DecodeTactic choose_decode_tactic(DType state, long long batch, int heads_v, int
   // From the H200 sweep of session 2 (fastinfer_bench gdn_decode, heads 16/32, B 1..512, T 1 and
   // 4, fp32 and bf16 pools; table in docs/GDN_DECODE.md).
   const long long states = batch * heads_v;
-  // fp32 pool, one token: the register kernel streams at ~91% of the copy bandwidth from B = 256;
-  // 16 lanes x 4 rows in 2-warp CTAs was the fastest tactic at every batch from 1 to 512.
-  if (state == DType::kFloat32 && tokens == 1) return {16, 4, 2, 0};
+  // fp32 pool, one token: the register kernel. Session 3's sweep (H200, heads 16/32 and 16/64):
+  // 8 lanes x 4 rows in 2-warp CTAs from 4 states per SM up (B = 32..512: 73-90% of the copy
+  // bandwidth, 5-14% faster than 16 x 4 x 2, which session 2 had measured fastest everywhere);
+  // 16 x 4 x 2 below (B = 1: 8.4 us, the best).
+  if (state == DType::kFloat32 && tokens == 1)
+    return states >= 4LL * device.sm_count ? DecodeTactic{8, 4, 2, 0} : DecodeTactic{16, 4, 2, 0};
   // bf16 pools and MTP windows: the pipelined kernel (whole-state tiles, 8 consumer warps, one CTA
   // per SM) was the fastest from B = 32 (1024 states, ~8 per SM) up: 3-23% over the best register
   // tactic. Below 4 states per SM (unmeasured between B = 1 and B = 32) too few tiles per CTA

@@ -50,9 +50,10 @@ __device__ __forceinline__ void stmatrix_x4(std::uint32_t addr, const std::uint3
                : "memory");
 }
 
-// d += a b for one m16n8k16 bf16 product with fp32 accumulation.
+// d += a b for one m16n8k16 bf16 product with fp32 accumulation (registers only: not volatile, so
+// the compiler may interleave independent products with other work).
 __device__ __forceinline__ void mma_bf16(float (&d)[4], const std::uint32_t (&a)[4], std::uint32_t b0, std::uint32_t b1) {
-  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
                : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
@@ -92,9 +93,15 @@ struct ChunkedConfig {
     float alpha[kPipelinedMaxTokens], beta[kPipelinedMaxTokens];
     int in_slot, out_slot;
   };
+  // The rank-T update as an mma: D = P H0 + [W_hi W_hi W_lo 0] [K_hi; K_lo; K_hi; 0], k = 3 T
+  // padded to kUpdateK; B stored per state column (n) with its kUpdateK values, pitch padded so that
+  // the 8 rows of one ldmatrix hit distinct banks (48 and 80 bytes).
+  static constexpr int kUpdateK = kTokens == 4 ? 16 : 32;
+  static constexpr int kUpdatePitch = kUpdateK + 8;
   struct Tokens {
     float k[kTokens][kDecodeHeadDim];  // normalised; rows >= T stay zero
     alignas(16) __nv_bfloat16 operand[kOperandRows][kOperandPitch];
+    alignas(16) __nv_bfloat16 update[kDecodeHeadDim][kUpdatePitch];  // zero past 3 T
     ChunkCoefficients<kTokens> coef;
   };
   static constexpr int kFixedBytes = int(sizeof(Tokens)) + 2 * 8 * 8 + 16;
@@ -117,14 +124,6 @@ struct ChunkedConfig {
   }
 };
 
-__device__ __forceinline__ float normalised_scale(const float (&x)[4], bool l2norm) {
-  if (!l2norm) return 1.0f;
-  float xx = 0.0f;
-#pragma unroll
-  for (int i = 0; i < 4; ++i) xx = fmaf(x[i], x[i], xx);
-  return rsqrtf(warp_sum(xx) + 1e-6f);
-}
-
 __device__ __forceinline__ float dot4(const float (&x)[4], const float (&y)[4]) {
   return fmaf(x[0], y[0], fmaf(x[1], y[1], fmaf(x[2], y[2], x[3] * y[3])));
 }
@@ -141,46 +140,73 @@ __device__ __forceinline__ void split_bf16(const float (&x)[4], uint2& hi, uint2
   lo = make_uint2(pack_pair<__nv_bfloat16>(l[0], l[1]), pack_pair<__nv_bfloat16>(l[2], l[3]));
 }
 
+// Warp sums of x[0..kCount), interleaved level by level (independent shuffles in flight together).
+template <int kCount>
+__device__ __forceinline__ void warp_sums(float (&x)[kCount]) {
+#pragma unroll
+  for (int offset = 16; offset > 0; offset /= 2)
+#pragma unroll
+    for (int i = 0; i < kCount; ++i) x[i] += __shfl_xor_sync(0xffffffffu, x[i], offset);
+}
+
 // Step 1, by one warp per token t: the operand rows of token t and row t of the coefficients.
+// Everything is one reduction of 3 kTokens + 1 raw sums (|k_s|^2, k_s.k_t, k_s.q_t, |q_t|^2;
+// the normalisation scales apply afterwards), so its shuffles overlap instead of forming a chain
+// per token. Rows s > t (stale stage data for s >= T) are reduced too and never used.
 template <class Cfg, class Act, int kTokens>
 __device__ void prepare_token(const DecodeParams& p, const typename Cfg::Stage& st, typename Cfg::Tokens& tok, int t, int lane) {
-  float qt[4], kt[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-  load_floats<Act, 4, LoadPolicy::kPlain>(&st.q[t][4 * lane], qt);
-  const float q_scale = normalised_scale(qt, p.use_qk_l2norm);
-  // k_0..k_t normalised by this warp (no barrier between the token warps); t is the warp index,
-  // so the static loops select instead of indexing registers with it.
-  float kn[kTokens][4];
+  float q[4], kt[4] = {0.0f, 0.0f, 0.0f, 0.0f}, k[kTokens][4];
+  load_floats<Act, 4, LoadPolicy::kPlain>(&st.q[t][4 * lane], q);
 #pragma unroll
   for (int s = 0; s < kTokens; ++s) {
-    kn[s][0] = kn[s][1] = kn[s][2] = kn[s][3] = 0.0f;
-    if (s <= t) {
-      load_floats<Act, 4, LoadPolicy::kPlain>(&st.k[s][4 * lane], kn[s]);
-      const float k_scale = normalised_scale(kn[s], p.use_qk_l2norm);
+    load_floats<Act, 4, LoadPolicy::kPlain>(&st.k[s][4 * lane], k[s]);
+    if (s == t) {  // t is the warp's token: select, never a register index
 #pragma unroll
-      for (int i = 0; i < 4; ++i) kn[s][i] *= k_scale;
+      for (int i = 0; i < 4; ++i) kt[i] = k[s][i];
     }
-    if (s == t) {
+  }
+  float sums[3 * kTokens + 1];  // |k_s|^2, k_s.k_t, k_s.q_t, |q_t|^2
 #pragma unroll
-      for (int i = 0; i < 4; ++i) kt[i] = kn[s][i];
-    }
+  for (int s = 0; s < kTokens; ++s) {
+    sums[s] = dot4(k[s], k[s]);
+    sums[kTokens + s] = dot4(k[s], kt);
+    sums[2 * kTokens + s] = dot4(k[s], q);
+  }
+  sums[3 * kTokens] = dot4(q, q);
+  warp_sums(sums);
+  const bool l2 = p.use_qk_l2norm;
+  const float q_scale = l2 ? rsqrtf(sums[3 * kTokens] + 1e-6f) : 1.0f;
+  float k_scale[kTokens], kt_scale = 1.0f;
+#pragma unroll
+  for (int s = 0; s < kTokens; ++s) {
+    k_scale[s] = l2 ? rsqrtf(sums[s] + 1e-6f) : 1.0f;
+    if (s == t) kt_scale = k_scale[s];
   }
   float kk_dot[kTokens], kq_dot[kTokens];
 #pragma unroll
   for (int s = 0; s < kTokens; ++s) {
-    kk_dot[s] = kq_dot[s] = 0.0f;
-    if (s <= t) {  // warp-uniform
-      kk_dot[s] = warp_sum(dot4(kn[s], kt));
-      kq_dot[s] = warp_sum(dot4(kn[s], qt)) * q_scale;  // q_t is scaled below
-    }
+    kk_dot[s] = sums[kTokens + s] * k_scale[s] * kt_scale;
+    kq_dot[s] = sums[2 * kTokens + s] * k_scale[s] * q_scale;
   }
 #pragma unroll
-  for (int i = 0; i < 4; ++i) qt[i] *= q_scale;
+  for (int i = 0; i < 4; ++i) {
+    q[i] *= q_scale;
+    kt[i] *= kt_scale;
+  }
   *reinterpret_cast<float4*>(&tok.k[t][4 * lane]) = make_float4(kt[0], kt[1], kt[2], kt[3]);
   uint2 hi, lo;
   split_bf16(kt, hi, lo);
   *reinterpret_cast<uint2*>(&tok.operand[t][4 * lane]) = hi;
   *reinterpret_cast<uint2*>(&tok.operand[2 * kTokens + t][4 * lane]) = lo;
-  split_bf16(qt, hi, lo);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {  // the update's B: column 4 lane + i, k = t, kTokens + t, 2 kTokens + t
+    const __nv_bfloat16 k_hi = __float2bfloat16_rn(kt[i]);
+    const __nv_bfloat16 k_lo = __float2bfloat16_rn(kt[i] - __bfloat162float(k_hi));
+    tok.update[4 * lane + i][t] = k_hi;
+    tok.update[4 * lane + i][kTokens + t] = k_lo;
+    tok.update[4 * lane + i][2 * kTokens + t] = k_hi;
+  }
+  split_bf16(q, hi, lo);
   *reinterpret_cast<uint2*>(&tok.operand[kTokens + t][4 * lane]) = hi;
   *reinterpret_cast<uint2*>(&tok.operand[3 * kTokens + t][4 * lane]) = lo;
   if (lane == 0) chunk_coefficient_row<kTokens>(t, p.tokens, st.alpha, st.beta[t], kk_dot, kq_dot, tok.coef);
@@ -225,10 +251,13 @@ __device__ void consume_chunked(const DecodeParams& p, typename Cfg::Smem& smem,
       for (int t = warp; t < T; t += Cfg::kConsumerWarpCount) prepare_token<Cfg, Act, kTokens>(p, st, tok, t, lane);
       named_barrier_sync(1, Cfg::kConsumerThreads);
 
-      // H0 [k q]: hi and lo halves of B into one accumulator per n-tile.
-      float acc[Cfg::kHiTiles][4];
+      // H0 [k q]: 4 independent accumulators per n-tile (hi/lo half of B x even/odd k-step), so
+      // the mma chain is 4 deep instead of 16, summed at the end.
+      float part[Cfg::kHiTiles][4][4];
 #pragma unroll
-      for (int j = 0; j < Cfg::kHiTiles; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
+      for (int j = 0; j < Cfg::kHiTiles; ++j)
+#pragma unroll
+        for (int c = 0; c < 4; ++c) part[j][c][0] = part[j][c][1] = part[j][c][2] = part[j][c][3] = 0.0f;
 #pragma unroll
       for (int ks = 0; ks < 8; ks += 2)
 #pragma unroll
@@ -237,11 +266,16 @@ __device__ void consume_chunked(const DecodeParams& p, typename Cfg::Smem& smem,
           const std::uint32_t b_at = b_base + 2 * (8 * j * Cfg::kOperandPitch + 16 * ks);
           ldmatrix_x4(bh, b_at);
           ldmatrix_x4(bl, b_at + 2 * (2 * kTokens * Cfg::kOperandPitch));
-          mma_bf16(acc[j], a[ks], bh[0], bh[1]);
-          mma_bf16(acc[j], a[ks], bl[0], bl[1]);
-          mma_bf16(acc[j], a[ks + 1], bh[2], bh[3]);
-          mma_bf16(acc[j], a[ks + 1], bl[2], bl[3]);
+          mma_bf16(part[j][0], a[ks], bh[0], bh[1]);
+          mma_bf16(part[j][1], a[ks], bl[0], bl[1]);
+          mma_bf16(part[j][2], a[ks + 1], bh[2], bh[3]);
+          mma_bf16(part[j][3], a[ks + 1], bl[2], bl[3]);
         }
+      float acc[Cfg::kHiTiles][4];
+#pragma unroll
+      for (int j = 0; j < Cfg::kHiTiles; ++j)
+#pragma unroll
+        for (int r = 0; r < 4; ++r) acc[j][r] = (part[j][0][r] + part[j][2][r]) + (part[j][1][r] + part[j][3][r]);
       // Every lane of a quad gets the 2 kTokens products of its two rows.
       float prod[2][2 * kTokens];
 #pragma unroll
@@ -304,34 +338,52 @@ __device__ void consume_chunked(const DecodeParams& p, typename Cfg::Smem& smem,
 #pragma unroll
           for (int r = 0; r < 4; ++r) a[ks][r] = pack_pair<__nv_bfloat16>(h[ks][2 * r], h[ks][2 * r + 1]);
       } else if (store) {
-        // H_T = P(T-1, -1) H0 + sum_s P(T-1, s) u_s k_s^T.
+        // H_T = P(T-1, -1) H0 + W K^T with W[row][s] = P(T-1, s) u_s[row], on the tensor cores: the
+        // accumulator fragment of n-tiles 2 ks and 2 ks + 1 is the A fragment of k-step ks, so C is
+        // P(T-1, -1) H0 straight from the registers. W and K as bf16 hi + lo along k
+        // ([W_hi W_hi W_lo] x [K_hi; K_lo; K_hi]): the product is as exact as fp32 W and K.
+        constexpr int kSteps = Cfg::kUpdateK / 16;
         const float decay = coef.decay_from_start[T - 1];
-        float w[2][kTokens];
+        auto w_at = [&](int ri, int kidx) {  // W's hi/lo value at k index kidx (static)
+          const int seg = kidx / kTokens, t = kidx % kTokens;
+          if (seg >= 3) return 0.0f;
+          const float w = coef.decay_to_end[t] * u[ri][t];
+          const float hi = __bfloat162float(__float2bfloat16_rn(w));
+          return seg == 2 ? w - hi : hi;
+        };
+        std::uint32_t wa[kSteps][4];  // A fragments of W (rows g, g + 8; k pairs 2 c4 and 2 c4 + 8)
 #pragma unroll
-        for (int t = 0; t < kTokens; ++t) w[0][t] = coef.decay_to_end[t] * u[0][t], w[1][t] = coef.decay_to_end[t] * u[1][t];
-#pragma unroll
-        for (int ks = 0; ks < 8; ++ks) {
-          float h[8];
+        for (int kk = 0; kk < kSteps; ++kk)
 #pragma unroll
           for (int r = 0; r < 4; ++r) {
-            unpack_pair<__nv_bfloat16>(a[ks][r], h[2 * r], h[2 * r + 1]);
-            h[2 * r] *= decay;
-            h[2 * r + 1] *= decay;
-          }
+            std::uint32_t v = 0;
 #pragma unroll
-          for (int t = 0; t < kTokens; ++t) {
-            if (t < T) {
-              const float* kt = &tok.k[0][0] + t * kDecodeHeadDim + 16 * ks + 2 * c4;
-              const float2 k_lo = *reinterpret_cast<const float2*>(kt);
-              const float2 k_hi = *reinterpret_cast<const float2*>(kt + 8);
-              h[0] = fmaf(w[0][t], k_lo.x, h[0]), h[1] = fmaf(w[0][t], k_lo.y, h[1]);
-              h[2] = fmaf(w[1][t], k_lo.x, h[2]), h[3] = fmaf(w[1][t], k_lo.y, h[3]);
-              h[4] = fmaf(w[0][t], k_hi.x, h[4]), h[5] = fmaf(w[0][t], k_hi.y, h[5]);
-              h[6] = fmaf(w[1][t], k_hi.x, h[6]), h[7] = fmaf(w[1][t], k_hi.y, h[7]);
+            for (int cc = 0; cc < 4; ++cc) {  // c4 is a lane value: select among the 4 static cases
+              const int kidx = 16 * kk + 8 * (r / 2) + 2 * cc;
+              const std::uint32_t packed = pack_pair<__nv_bfloat16>(w_at(r % 2, kidx), w_at(r % 2, kidx + 1));
+              v = c4 == cc ? packed : v;
             }
+            wa[kk][r] = v;
+          }
+        const std::uint32_t u_base = smem_address(&tok.update[8 * (lane / 16) + lane % 8][8 * ((lane / 8) % 2)]);
+#pragma unroll
+        for (int ks = 0; ks < 8; ++ks) {
+          float c[2][4];
+#pragma unroll
+          for (int r = 0; r < 4; ++r) {
+            unpack_pair<__nv_bfloat16>(a[ks][r], c[r / 2][2 * (r % 2)], c[r / 2][2 * (r % 2) + 1]);
+            c[r / 2][2 * (r % 2)] *= decay;
+            c[r / 2][2 * (r % 2) + 1] *= decay;
           }
 #pragma unroll
-          for (int r = 0; r < 4; ++r) a[ks][r] = pack_pair<__nv_bfloat16>(h[2 * r], h[2 * r + 1]);
+          for (int kk = 0; kk < kSteps; ++kk) {
+            std::uint32_t b[4];  // n-tiles 2 ks (b[0], b[1]) and 2 ks + 1 (b[2], b[3])
+            ldmatrix_x4(b, u_base + 2 * (16 * ks * Cfg::kUpdatePitch + 16 * kk));
+            mma_bf16(c[0], wa[kk], b[0], b[1]);
+            mma_bf16(c[1], wa[kk], b[2], b[3]);
+          }
+#pragma unroll
+          for (int r = 0; r < 4; ++r) a[ks][r] = pack_pair<__nv_bfloat16>(c[r / 2][2 * (r % 2)], c[r / 2][2 * (r % 2) + 1]);
         }
       }
       if (store) {
@@ -377,6 +429,8 @@ __global__ void __launch_bounds__(ChunkedConfig<Act, kTokens, kWarps>::kThreads,
   for (int e = threadIdx.x; e < kTokens * kDecodeHeadDim; e += blockDim.x) (&smem.tokens.k[0][0])[e] = 0.0f;
   for (int e = threadIdx.x; e < Cfg::kOperandRows * Cfg::kOperandPitch; e += blockDim.x)
     (&smem.tokens.operand[0][0])[e] = __float2bfloat16_rn(0.0f);
+  for (int e = threadIdx.x; e < kDecodeHeadDim * Cfg::kUpdatePitch; e += blockDim.x)
+    (&smem.tokens.update[0][0])[e] = __float2bfloat16_rn(0.0f);
   __syncthreads();
   const int items = p.batch * p.heads_v * Cfg::kTilesPerState;
   if (threadIdx.x >= Cfg::kConsumerThreads) produce<Cfg, Act, typename Cfg::State>(p, smem, items);
