@@ -106,21 +106,33 @@ def make_cases(stream, only=None):
                     b=torch.randn(1, t, 1, device=dev), state=torch.randn(2, 1, D, D, device=dev) * 0.1,
                     initial_state_indices=torch.tensor([1], dtype=torch.int32, device=dev))
 
+    # Decode arguments by keyword, as a serving loop writes the call (a `**dict` splat would add the
+    # dict merge, ~0.3 us of Python itself; host_breakdown.py has that row).
     if want("decode"):
         d1 = decode_args(1)
+        q1, k1, v1, pool1, A1, a1, dt1, b1, i1 = (d1[n] for n in ("q", "k", "v", "state", "A_log", "a", "dt_bias", "b",
+                                                               "initial_state_indices"))
         o1 = torch.empty(1, 1, 1, D, device=dev, dtype=bf16)
         cases.append(("decode", "gated_delta_rule_decode B1 T1 heads 1/1",
-                      lambda: fastinfer.gated_delta_rule_decode(**d1, output=o1, stream=s),
-                      lambda: fastinfer.gated_delta_rule_decode(**d1)))
+                      lambda: fastinfer.gated_delta_rule_decode(q=q1, k=k1, v=v1, state=pool1, A_log=A1, a=a1,
+                                                                dt_bias=dt1, b=b1, initial_state_indices=i1,
+                                                                output=o1, stream=s),
+                      lambda: fastinfer.gated_delta_rule_decode(q=q1, k=k1, v=v1, state=pool1, A_log=A1, a=a1,
+                                                                dt_bias=dt1, b=b1, initial_state_indices=i1)))
     if want("decode_mtp"):
         d2 = decode_args(2)
+        q2, k2, v2, pool2, A2, a2, dt2, b2, i2 = (d2[n] for n in ("q", "k", "v", "state", "A_log", "a", "dt_bias", "b",
+                                                               "initial_state_indices"))
         o2 = torch.empty(1, 2, 1, D, device=dev, dtype=bf16)
         inter = torch.empty(1, 2, 1, D, D, device=dev)
         cases.append(("decode_mtp", "gated_delta_rule_mtp B1 T2, intermediate states",
-                      lambda: fastinfer.gated_delta_rule_mtp(**d2, output=o2, intermediate_states=inter,
-                                                             disable_state_update=True, stream=s),
-                      lambda: fastinfer.gated_delta_rule_mtp(**d2, intermediate_states=inter,
-                                                             disable_state_update=True)))
+                      lambda: fastinfer.gated_delta_rule_mtp(q=q2, k=k2, v=v2, state=pool2, A_log=A2, a=a2,
+                                                             dt_bias=dt2, b=b2, initial_state_indices=i2, output=o2,
+                                                             intermediate_states=inter, disable_state_update=True,
+                                                             stream=s),
+                      lambda: fastinfer.gated_delta_rule_mtp(q=q2, k=k2, v=v2, state=pool2, A_log=A2, a=a2,
+                                                             dt_bias=dt2, b=b2, initial_state_indices=i2,
+                                                             intermediate_states=inter, disable_state_update=True)))
 
     w = torch.randn(128, 128, device=dev, dtype=bf16)
     if want("quantize"):
