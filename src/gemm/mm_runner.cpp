@@ -43,15 +43,17 @@ MmRunner::MmRunner(int device, DType out_dtype, std::int64_t n, std::int64_t k, 
       sm_count_(device_info(device).sm_count),
       key_("mm_bf16_fp4", std::string("bf16xnvfp4/v1/out=") + (out_dtype == DType::kFloat16 ? "fp16" : "bf16"),
            {static_cast<std::int64_t>(out_dtype), n, k}, mapper) {
-  for (const auto& s : kShapes)
-    for (int c : kClusters) {
-      MmTactic t;
-      t.rows_tiles = s[0];
-      t.warps = s[1];
-      t.cluster = c;
-      t.name = "small_m_r" + std::to_string(s[0]) + "_w" + std::to_string(s[1]) + "_c" + std::to_string(c);
-      tactics_.push_back(t);
-    }
+  for (bool lean : {false, true})
+    for (const auto& s : kShapes)
+      for (int c : kClusters) {
+        MmTactic t;
+        t.rows_tiles = s[0];
+        t.warps = s[1];
+        t.cluster = c;
+        t.lean_ring = lean;
+        t.name = "small_m_r" + std::to_string(s[0]) + "_w" + std::to_string(s[1]) + "_c" + std::to_string(c) + (lean ? "_lean" : "");
+        tactics_.push_back(t);
+      }
   for (int tokens : kMidMTokenTiles)
     for (int c : kMidMClusters) {
       MmTactic t;
@@ -106,7 +108,7 @@ bool MmRunner::can_run(const MmTactic& t, std::int64_t m) const {
   const int kc_count_mid = static_cast<int>((k_ + kChunkK - 1) / kChunkK);
   if (t.mid_tokens > 0)  // every rank gets at least one chunk; row groups x C fit grid.y
     return kc_count_mid >= t.cluster && (n_ + kMidMRows - 1) / kMidMRows * t.cluster <= 65535;
-  if (!small_m_compiled(t.rows_tiles, token_tiles(m), t.warps)) return false;
+  if (!small_m_compiled(t.rows_tiles, token_tiles(m), t.warps, t.lean_ring)) return false;
   const int kc_count = static_cast<int>((k_ + kChunkK - 1) / kChunkK);
   return t.cluster == 1 || kc_count >= t.cluster * t.warps;  // every warp gets at least one chunk
 }
@@ -237,7 +239,8 @@ void MmRunner::run(const MmCall& call, int tactic, Stream stream) const {
     launch_mid_m(p, t.mid_tokens, t.cluster, device_, call.enable_pdl, stream);
     return;
   }
-  launch_small_m(p, SmallMShape{t.rows_tiles, token_tiles(call.m), t.warps, t.cluster}, device_, call.enable_pdl, stream);
+  launch_small_m(p, SmallMShape{t.rows_tiles, token_tiles(call.m), t.warps, t.cluster, t.lean_ring}, device_, call.enable_pdl,
+                 stream);
 }
 
 }  // namespace fastinfer::gemm::detail

@@ -27,6 +27,7 @@ struct MmCall {
 struct MmTactic {
   bool large_m = false;
   int rows_tiles = 0, warps = 0, cluster = 0;  // small-M shape (token tiles follow from M)
+  bool lean_ring = false;                      // small-M: the lean ring (fewer stages, more warps per SM)
   int mid_tokens = 0;                          // mid-M (fused wgmma) tactic: tokens per CTA, else 0
   const LargeMConfig* large = nullptr;         // large-M config
   std::string name;

@@ -10,17 +10,17 @@ bool launch_small_m_t1(const SmallMParams&, const SmallMShape&, int, bool, cudaS
 bool launch_small_m_t2(const SmallMParams&, const SmallMShape&, int, bool, cudaStream_t);
 bool launch_small_m_t4(const SmallMParams&, const SmallMShape&, int, bool, cudaStream_t);
 bool launch_small_m_t8(const SmallMParams&, const SmallMShape&, int, bool, cudaStream_t);
-bool compiled_small_m_t1(int, int);
-bool compiled_small_m_t2(int, int);
-bool compiled_small_m_t4(int, int);
-bool compiled_small_m_t8(int, int);
+bool compiled_small_m_t1(int, int, bool);
+bool compiled_small_m_t2(int, int, bool);
+bool compiled_small_m_t4(int, int, bool);
+bool compiled_small_m_t8(int, int, bool);
 
-bool small_m_compiled(int rows_tiles, int token_tiles, int warps) {
+bool small_m_compiled(int rows_tiles, int token_tiles, int warps, bool lean_ring) {
   switch (token_tiles) {
-    case 1: return compiled_small_m_t1(rows_tiles, warps);
-    case 2: return compiled_small_m_t2(rows_tiles, warps);
-    case 4: return compiled_small_m_t4(rows_tiles, warps);
-    case 8: return compiled_small_m_t8(rows_tiles, warps);
+    case 1: return compiled_small_m_t1(rows_tiles, warps, lean_ring);
+    case 2: return compiled_small_m_t2(rows_tiles, warps, lean_ring);
+    case 4: return compiled_small_m_t4(rows_tiles, warps, lean_ring);
+    case 8: return compiled_small_m_t8(rows_tiles, warps, lean_ring);
     default: return false;
   }
 }
@@ -37,7 +37,7 @@ void launch_small_m(const SmallMParams& p, const SmallMShape& shape, int device,
   }
   check::require(launched, "gemm::mm_bf16_fp4", "tactic", "name a compiled small-M kernel",
                  "R=" + std::to_string(shape.rows_tiles) + " T=" + std::to_string(shape.token_tiles) +
-                     " W=" + std::to_string(shape.warps));
+                     " W=" + std::to_string(shape.warps) + (shape.lean_ring ? " lean" : ""));
 }
 
 }  // namespace fastinfer::gemm::detail

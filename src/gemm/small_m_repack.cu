@@ -21,16 +21,18 @@ __device__ std::uint32_t code_at(const std::uint8_t* packed, const std::uint8_t*
   return (col % 2 == 0) ? (byte & 0xf) : (byte >> 4);
 }
 
-// Word (tile, lane, j): rows g, g+8 of the tile, k = kc*64 + 16j + 4t .. +3.
+// Word (tile, lane, j): rows g, g+8 of the tile, k = kc*64 + 16t + 4j .. +3 (lane quad t owns the
+// tile's k16 block t, so one pair of scales serves all four of its words).
 __global__ void repack_words(const std::uint8_t* packed, const std::uint8_t* scales_linear, std::int64_t n, std::int64_t k, std::int64_t words,
                              int kc_count, std::uint32_t* tiles) {
   const std::int64_t idx = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (idx >= words) return;
   const int j = idx % 4, lane = (idx / 4) % 32;
-  const std::int64_t tile = idx / 128;
-  const std::int64_t nt = tile / kc_count, kc = tile % kc_count;
+  const std::int64_t tile = idx / 128;  // storage index (small_m_tile_index)
+  const std::int64_t nt = tile / (kTileGroup * kc_count) * kTileGroup + tile % kTileGroup;
+  const std::int64_t kc = tile / kTileGroup % kc_count;
   const int g = lane / 4, t = lane % 4;
-  const std::int64_t row = nt * kTileRows + g, col = kc * kChunkK + 16 * j + 4 * t;
+  const std::int64_t row = nt * kTileRows + g, col = kc * kChunkK + 16 * t + 4 * j;
   // Slots: (row g: k0, k0+1), (row g+8: k0, k0+1), (row g: k0+2, k0+3), (row g+8: k0+2, k0+3).
   const std::int64_t rows[8] = {row, row, row + 8, row + 8, row, row, row + 8, row + 8};
   const std::int64_t cols[8] = {col, col + 1, col, col + 1, col + 2, col + 3, col + 2, col + 3};
@@ -39,21 +41,21 @@ __global__ void repack_words(const std::uint8_t* packed, const std::uint8_t* sca
   tiles[idx] = word;
 }
 
-// Scale group (tile, g): {s(g, j0), s(g+8, j0), ..., s(g+8, j3)}, re-encoded.
-__global__ void repack_scales(const std::uint8_t* scales_linear, std::int64_t n, std::int64_t k, std::int64_t groups,
+// Scales of (tile, lane): {s(g, kc*4 + t), s(g+8, kc*4 + t)}, re-encoded.
+__global__ void repack_scales(const std::uint8_t* scales_linear, std::int64_t n, std::int64_t k, std::int64_t lanes,
                               int kc_count, std::uint8_t* tile_scales) {
   const std::int64_t idx = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (idx >= groups) return;
-  const int g = idx % 8;
-  const std::int64_t tile = idx / 8;
-  const std::int64_t nt = tile / kc_count, kc = tile % kc_count;
-  const std::int64_t blocks = k / nvfp4::codec::kBlock;
-  for (int j = 0; j < 4; ++j)
-    for (int h = 0; h < 2; ++h) {
-      const std::int64_t row = nt * kTileRows + g + 8 * h, kb = kc * 4 + j;
-      const std::uint8_t sf = (row < n && kb < blocks) ? scales_linear[row * blocks + kb] : 0;
-      tile_scales[idx * 8 + 2 * j + h] = encode_scale(sf);
-    }
+  if (idx >= lanes) return;
+  const int lane = idx % 32, g = lane / 4, t = lane % 4;
+  const std::int64_t tile = idx / 32;  // storage index (small_m_tile_index)
+  const std::int64_t nt = tile / (kTileGroup * kc_count) * kTileGroup + tile % kTileGroup;
+  const std::int64_t kc = tile / kTileGroup % kc_count;
+  const std::int64_t blocks = k / nvfp4::codec::kBlock, kb = kc * 4 + t;
+  for (int h = 0; h < 2; ++h) {
+    const std::int64_t row = nt * kTileRows + g + 8 * h;
+    const std::uint8_t sf = (row < n && kb < blocks) ? scales_linear[row * blocks + kb] : 0;
+    tile_scales[idx * 2 + h] = encode_scale(sf);
+  }
 }
 
 __global__ void scales_to_linear(const std::uint8_t* scales, nvfp4::ScaleLayout layout, std::uint8_t* out,
@@ -89,7 +91,7 @@ void launch_repack_small_m(const std::uint8_t* packed, const std::uint8_t* scale
   repack_words<<<blocks_for(tile_count * 128), 256, 0, s>>>(packed, scales_linear, n, k, tile_count * 128, kc_count,
                                                            static_cast<std::uint32_t*>(tiles));
   FASTINFER_CUDA_CHECK(cudaGetLastError());
-  repack_scales<<<blocks_for(tile_count * 8), 256, 0, s>>>(scales_linear, n, k, tile_count * 8, kc_count,
+  repack_scales<<<blocks_for(tile_count * 32), 256, 0, s>>>(scales_linear, n, k, tile_count * 32, kc_count,
                                                           static_cast<std::uint8_t*>(tile_scales));
   FASTINFER_CUDA_CHECK(cudaGetLastError());
 }

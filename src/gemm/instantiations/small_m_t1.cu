@@ -1,29 +1,38 @@
-// Small-M kernels with 8-token tiles (T = 1). Shapes: the (R, W) pairs compiled (each about 20 s of nvcc).
+// Small-M kernels with 8-token tiles (T = 1). Shapes: the (R, W) pairs compiled, each with the
+// deep and the lean ring (each instantiation about 20 s of nvcc).
 #include "gemm/kernels/small_m_launch.cuh"
 
 namespace fastinfer::gemm::detail {
 
+namespace {
+template <int R, int W>
+void launch_ring(const SmallMParams& p, const SmallMShape& s, int device, bool enable_pdl, cudaStream_t stream) {
+  if (s.lean_ring) launch_small_m_instance<R, 1, W, true>(p, s.cluster, device, enable_pdl, stream);
+  else launch_small_m_instance<R, 1, W, false>(p, s.cluster, device, enable_pdl, stream);
+}
+}  // namespace
+
 bool launch_small_m_t1(const SmallMParams& p, const SmallMShape& s, int device, bool enable_pdl, cudaStream_t stream) {
   if (s.rows_tiles == 2 && s.warps == 4) {
-    launch_small_m_instance<2, 1, 4>(p, s.cluster, device, enable_pdl, stream);
+    launch_ring<2, 4>(p, s, device, enable_pdl, stream);
     return true;
   }
   if (s.rows_tiles == 2 && s.warps == 8) {
-    launch_small_m_instance<2, 1, 8>(p, s.cluster, device, enable_pdl, stream);
+    launch_ring<2, 8>(p, s, device, enable_pdl, stream);
     return true;
   }
   if (s.rows_tiles == 4 && s.warps == 4) {
-    launch_small_m_instance<4, 1, 4>(p, s.cluster, device, enable_pdl, stream);
+    launch_ring<4, 4>(p, s, device, enable_pdl, stream);
     return true;
   }
   if (s.rows_tiles == 4 && s.warps == 8) {
-    launch_small_m_instance<4, 1, 8>(p, s.cluster, device, enable_pdl, stream);
+    launch_ring<4, 8>(p, s, device, enable_pdl, stream);
     return true;
   }
   return false;
 }
 
-bool compiled_small_m_t1(int rows_tiles, int warps) {
+bool compiled_small_m_t1(int rows_tiles, int warps, bool /*lean_ring: both compiled*/) {
   return (rows_tiles == 2 && warps == 4) ||
          (rows_tiles == 2 && warps == 8) ||
          (rows_tiles == 4 && warps == 4) ||

@@ -4,6 +4,7 @@
 namespace fastinfer::gemm::detail {
 
 bool launch_small_m_t4(const SmallMParams& p, const SmallMShape& s, int device, bool enable_pdl, cudaStream_t stream) {
+  if (s.lean_ring) return false;  // deep ring only at T = 4
   if (s.rows_tiles == 2 && s.warps == 4) {
     launch_small_m_instance<2, 4, 4>(p, s.cluster, device, enable_pdl, stream);
     return true;
@@ -19,10 +20,10 @@ bool launch_small_m_t4(const SmallMParams& p, const SmallMShape& s, int device, 
   return false;
 }
 
-bool compiled_small_m_t4(int rows_tiles, int warps) {
-  return (rows_tiles == 2 && warps == 4) ||
+bool compiled_small_m_t4(int rows_tiles, int warps, bool lean_ring) {
+  return !lean_ring && ((rows_tiles == 2 && warps == 4) ||
          (rows_tiles == 2 && warps == 8) ||
-         (rows_tiles == 4 && warps == 4);
+         (rows_tiles == 4 && warps == 4));
 }
 
 }  // namespace fastinfer::gemm::detail

@@ -95,15 +95,15 @@ __global__ void __launch_bounds__(kMidMWarps * 32, 2) mid_m_kernel(SmallMParams 
   auto issue_weights = [&](int i) {
     if (!tile_ok) return;
     unsigned char* st = smem + (i % S) * kStage + kAct;
-    const long long tile = static_cast<long long>(tile_row) * p.kc_count + chunk_of(i);
+    const long long tile = small_m_tile_index(tile_row, chunk_of(i), p.kc_count);
     cp_async16(st + warp * 512 + lane * 16, tiles + tile * 512 + lane * 16);
     if (lane < 4) cp_async16(st + kMidMWarps * 512 + warp * 64 + lane * 16, scales + tile * 64 + lane * 16);
   };
-  // Activation pair `lane` (k = chunk*64 + 2*lane, +1) of token n goes to k16 step j = lane / 8,
-  // core-matrix column (lane % 8) & 1, word (lane % 8) >> 1: logical k slot 2q, 2q+1 of a k16 step
-  // holds physical pair 2q (q < 4) or 2(q - 4) + 1 (q >= 4), matching the weight tiles.
+  // Activation pair `lane` (k = chunk*64 + 2*lane, +1) of token n: the weight tiles give lane
+  // quad t = lane / 8 the physical k 16t + 4j .. +3 in k16 step j, as logical slots (2t, 2t+1) and
+  // (2t+8, 2t+9); so pair P goes to step (P % 8) / 2, core-matrix column P & 1, word P / 8.
   const int pair_k = 2 * lane;
-  const int pair_off = (lane / 8) * (TN * 32) + ((lane % 8) & 1) * 128 + ((lane % 8) >> 1) * 4;
+  const int pair_off = ((lane % 8) >> 1) * (TN * 32) + (lane & 1) * 128 + (lane / 8) * 4;
   auto issue_acts = [&](int i) {
     unsigned char* act = smem + (i % S) * kStage;
     const int k = chunk_of(i) * kChunkK + pair_k;
@@ -146,16 +146,17 @@ __global__ void __launch_bounds__(kMidMWarps * 32, 2) mid_m_kernel(SmallMParams 
     cp_async_commit();
     const unsigned char* st = smem + (i % S) * kStage;
     uint4 wv = make_uint4(0, 0, 0, 0);
-    uint2 sv = make_uint2(0, 0);
+    std::uint32_t sv = 0;
     if (tile_ok) {
       wv = *reinterpret_cast<const uint4*>(st + kAct + warp * 512 + lane * 16);
-      sv = *reinterpret_cast<const uint2*>(st + kAct + kMidMWarps * 512 + warp * 64 + g * 8);
+      sv = *reinterpret_cast<const unsigned short*>(st + kAct + kMidMWarps * 512 + warp * 64 + lane * 2);
     }
+    // The lane's two scales (rows g, g+8 of its k16 block) hold for all four k16 steps.
+    const std::uint32_t s_g = scale_pair(sv, 0), s_g8 = scale_pair(sv, 1);
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
-      const std::uint32_t sword = j < 2 ? sv.x : sv.y;
       const std::uint32_t word = j == 0 ? wv.x : j == 1 ? wv.y : j == 2 ? wv.z : wv.w;
-      decode_word(word, scale_pair(sword, (2 * j) % 4), scale_pair(sword, (2 * j + 1) % 4), afrag[b][j]);
+      decode_word(word, s_g, s_g8, afrag[b][j]);
     }
 #pragma unroll
     for (int e = 0; e < TN / 2; ++e) cute::warpgroup_fence_operand(acc[e]);

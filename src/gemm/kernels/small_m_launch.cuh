@@ -10,19 +10,19 @@ namespace fastinfer::gemm::detail {
 
 // The ring needs more than the default 48 KB of dynamic shared memory: opt in once per device
 // (per instantiation), not per call.
-template <int R, int T, int W>
+template <int R, int T, int W, bool Lean>
 void allow_small_m_smem(int device) {
   static OncePerDevice once;
   once(device, [] {
-    FASTINFER_CUDA_CHECK(cudaFuncSetAttribute(small_m_kernel<R, T, W>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                              SmallMKernel<R, T, W>::kSmemBytes));
+    FASTINFER_CUDA_CHECK(cudaFuncSetAttribute(small_m_kernel<R, T, W, Lean>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                              SmallMKernel<R, T, W, Lean>::kSmemBytes));
   });
 }
 
-template <int R, int T, int W>
+template <int R, int T, int W, bool Lean = false>
 void launch_small_m_instance(const SmallMParams& p, int cluster, int device, bool enable_pdl, cudaStream_t stream) {
-  using K = SmallMKernel<R, T, W>;
-  allow_small_m_smem<R, T, W>(device);
+  using K = SmallMKernel<R, T, W, Lean>;
+  allow_small_m_smem<R, T, W, Lean>(device);
   const int row_groups = (p.n + K::kRows - 1) / K::kRows;
   const int token_groups = (p.m + K::kTokens - 1) / K::kTokens;
   cudaLaunchConfig_t config{};
@@ -39,7 +39,7 @@ void launch_small_m_instance(const SmallMParams& p, int cluster, int device, boo
   attrs[1].val.programmaticStreamSerializationAllowed = enable_pdl ? 1 : 0;
   config.attrs = attrs;
   config.numAttrs = 2;
-  FASTINFER_CUDA_CHECK(cudaLaunchKernelEx(&config, small_m_kernel<R, T, W>, p));
+  FASTINFER_CUDA_CHECK(cudaLaunchKernelEx(&config, small_m_kernel<R, T, W, Lean>, p));
   FASTINFER_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -27,15 +27,22 @@ __device__ __forceinline__ void mma_bf16_16816(float (&c)[4], const std::uint32_
 
 // Asynchronous 16-byte global -> shared copy (L2 only); the source is read with a 256-byte L2
 // prefetch because each warp streams its tiles' bytes contiguously.
+__device__ __forceinline__ void cp_async16(unsigned smem_dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16;" ::"r"(smem_dst), "l"(src) : "memory");
+}
 __device__ __forceinline__ void cp_async16(void* smem_dst, const void* src) {
-  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem_dst));
-  asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16;" ::"r"(dst), "l"(src) : "memory");
+  cp_async16(static_cast<unsigned>(__cvta_generic_to_shared(smem_dst)), src);
+}
+// The same, writing zeros instead of reading when `valid` is false (nothing is read then).
+__device__ __forceinline__ void cp_async16_zfill(unsigned smem_dst, const void* src, bool valid) {
+  asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;" ::"r"(smem_dst), "l"(src), "r"(valid ? 16 : 0)
+               : "memory");
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 template <int N>
 __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
 
-template <int R, int T, int W>
+template <int R, int T, int W, bool Lean = false>
 struct SmallMKernel {
   static constexpr int kThreads = W * 32;
   static constexpr int kRows = R * kTileRows;   // output rows (N) per CTA
@@ -45,14 +52,14 @@ struct SmallMKernel {
   static constexpr int kWeightBytes = R * 512;
   static constexpr int kScaleBytes = R * 64;
   static constexpr int kStageBytes = small_m_stage_bytes(R, T);
-  static constexpr int kStages = small_m_stages(R, T, W);
+  static constexpr int kStages = small_m_stages(R, T, W, Lean);
   static_assert(kStages >= 2, "small-M ring needs two stages");
-  static constexpr int kSmemBytes = small_m_smem_bytes(R, T, W);
+  static constexpr int kSmemBytes = small_m_smem_bytes(R, T, W, Lean);
 };
 
-template <int R, int T, int W>
+template <int R, int T, int W, bool Lean>
 __global__ void __launch_bounds__(W * 32) small_m_kernel(SmallMParams p) {
-  using K = SmallMKernel<R, T, W>;
+  using K = SmallMKernel<R, T, W, Lean>;
   constexpr int S = K::kStages;
   extern __shared__ __align__(16) unsigned char smem[];
   float* partial = reinterpret_cast<float*>(smem);  // [W][kRows][kTokens], after the loop
@@ -68,44 +75,59 @@ __global__ void __launch_bounds__(W * 32) small_m_kernel(SmallMParams p) {
   const int kc_end = static_cast<int>(static_cast<long long>(p.kc_count) * (split + 1) / splits);
   const int n_chunks = kc_end - kc_begin;
 
-  const unsigned char* tiles = static_cast<const unsigned char*>(p.w_tiles);
-  const unsigned char* scales = static_cast<const unsigned char*>(p.w_scales);
   const int nt0 = row_group * R;
   unsigned char* ring = smem + warp * S * K::kStageBytes;
 
-  // Activation rows this lane copies and feeds as the B operand (token g of each 8-token tile).
-  const __nv_bfloat16* a_rows[T];
+  // Per-warp sources at chunk 0 of this warp's slice: the R tiles of a chunk are one contiguous
+  // run (R * 512 code bytes, R * 64 scale bytes); chunk i adds i * kTileGroup tiles. The session-2
+  // loop rebuilt every 64-bit address from the tile index (~200 of its 523 instructions per chunk).
+  static_assert(kTileGroup % R == 0, "a warp's row tiles must share one tile group");
+  const long long tile0 = small_m_tile_index(nt0, kc_begin, p.kc_count);
+  const unsigned char* w_src = static_cast<const unsigned char*>(p.w_tiles) + tile0 * 512 + lane * 16;
+  const bool copies_scales = lane < 4 * R;  // R * 64 scale bytes, 16 per lane
+  const unsigned char* s_src = static_cast<const unsigned char*>(p.w_scales) + tile0 * 64 + (copies_scales ? lane : 0) * 16;
+  // Activation rows: lane (g, t) copies 16-byte units 2t, 2t+1 of token row g of each 8-token tile.
+  // Rows past M are zeroed once in every stage and never copied; units past K are zero-filled.
+  const unsigned char* a_src[T];
   bool a_valid[T];
 #pragma unroll
   for (int tt = 0; tt < T; ++tt) {
     const int m = m0 + tt * 8 + g;
     a_valid[tt] = m < p.m;
-    a_rows[tt] = static_cast<const __nv_bfloat16*>(p.a) + static_cast<long long>(a_valid[tt] ? m : 0) * p.lda;
+    a_src[tt] = reinterpret_cast<const unsigned char*>(static_cast<const __nv_bfloat16*>(p.a) +
+                                                       static_cast<long long>(a_valid[tt] ? m : 0) * p.lda +
+                                                       static_cast<long long>(kc_begin) * kChunkK + 16 * t);
   }
-
-  // Chunk i of this warp's slice -> stage i % S. Weights: every lane its own 16 bytes per tile,
-  // lanes 0..3 the tile's 64 scale bytes. Activations: lane (g, t) copies 16-byte units 2t, 2t+1
-  // of row g (k beyond K is not copied; the reads below substitute zeros).
-  auto issue_weights = [&](int i) {
-    unsigned char* st = ring + (i % S) * K::kStageBytes;
+  const int k_left0 = p.k - kc_begin * kChunkK - 16 * t;  // elements of K from this lane's first unit
+  const unsigned ring_s = static_cast<unsigned>(__cvta_generic_to_shared(ring));
+  constexpr unsigned kActOffset = K::kWeightBytes + K::kScaleBytes;
 #pragma unroll
-    for (int r = 0; r < R; ++r) {
-      const long long tile = static_cast<long long>(nt0 + r) * p.kc_count + kc_begin + i;
-      cp_async16(st + r * 512 + lane * 16, tiles + tile * 512 + lane * 16);
-      if (lane < 4) cp_async16(st + K::kWeightBytes + r * 64 + lane * 16, scales + tile * 64 + lane * 16);
-    }
+  for (int tt = 0; tt < T; ++tt)
+    if (!a_valid[tt])
+#pragma unroll
+      for (int s = 0; s < S; ++s)
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+          *reinterpret_cast<uint4*>(ring + s * K::kStageBytes + kActOffset + (tt * 8 + g) * 128 + (((2 * t + h) ^ g) * 16)) =
+              make_uint4(0, 0, 0, 0);
+
+  // Chunk i of this warp's slice into the stage at shared offset `st`.
+  auto issue_weights = [&](int i, unsigned st) {
+    const unsigned char* w = w_src + static_cast<unsigned>(i) * (kTileGroup * 512u);
+#pragma unroll
+    for (int r = 0; r < R; ++r) cp_async16(st + r * 512 + lane * 16, w + r * 512);
+    if (copies_scales) cp_async16(st + K::kWeightBytes + lane * 16, s_src + static_cast<unsigned>(i) * (kTileGroup * 64u));
   };
-  auto issue_acts = [&](int i) {
-    unsigned char* act = ring + (i % S) * K::kStageBytes + K::kWeightBytes + K::kScaleBytes;
-    const int k_chunk = (kc_begin + i) * kChunkK;
+  auto issue_acts = [&](int i, unsigned st) {
 #pragma unroll
     for (int tt = 0; tt < T; ++tt)
+      if (a_valid[tt])
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int u = 2 * t + h;
-        if (a_valid[tt] && k_chunk + 8 * u < p.k)
-          cp_async16(act + (tt * 8 + g) * 128 + ((u ^ g) * 16), a_rows[tt] + k_chunk + 8 * u);
-      }
+        for (int h = 0; h < 2; ++h) {
+          const int u = 2 * t + h;
+          cp_async16_zfill(st + kActOffset + (tt * 8 + g) * 128 + ((u ^ g) * 16),
+                           a_src[tt] + static_cast<unsigned>(i) * 128u + h * 16, k_left0 - i * kChunkK - 8 * h > 0);
+        }
   };
 
   float acc[R][T][4];
@@ -120,55 +142,60 @@ __global__ void __launch_bounds__(W * 32) small_m_kernel(SmallMParams p) {
   // waiting for the producer of `a`. Group s holds at least everything of stage s.
 #pragma unroll
   for (int s = 0; s < S - 1; ++s)
-    if (s < n_chunks) issue_weights(s);
+    if (s < n_chunks) issue_weights(s, ring_s + s * K::kStageBytes);
   asm volatile("griddepcontrol.wait;" ::: "memory");
 #pragma unroll
   for (int s = 0; s < S - 1; ++s) {
-    if (s < n_chunks) issue_acts(s);
+    if (s < n_chunks) issue_acts(s, ring_s + s * K::kStageBytes);
     cp_async_commit();
   }
 
+  // Stage offsets (bytes into this warp's ring) of the chunk read now and of the one issued now.
+  unsigned read_off = 0, issue_off = (S - 1) * K::kStageBytes;
+  constexpr unsigned kRingBytes = S * K::kStageBytes;
   for (int i = 0; i < n_chunks; ++i) {
     cp_async_wait<S - 2>();
     __syncwarp();  // stage i visible to the whole warp; stage i - 1 read by every lane
     if (i + S - 1 < n_chunks) {
-      issue_weights(i + S - 1);
-      issue_acts(i + S - 1);
+      issue_weights(i + S - 1, ring_s + issue_off);
+      issue_acts(i + S - 1, ring_s + issue_off);
     }
     cp_async_commit();
+    issue_off = issue_off + K::kStageBytes == kRingBytes ? 0 : issue_off + K::kStageBytes;
 
-    const unsigned char* st = ring + (i % S) * K::kStageBytes;
+    const unsigned char* st = ring + read_off;
+    read_off = read_off + K::kStageBytes == kRingBytes ? 0 : read_off + K::kStageBytes;
     uint4 wv[R];
-    uint2 sv[R];
+    std::uint32_t s_g[R], s_g8[R];
 #pragma unroll
     for (int r = 0; r < R; ++r) {
       wv[r] = *reinterpret_cast<const uint4*>(st + r * 512 + lane * 16);
-      sv[r] = *reinterpret_cast<const uint2*>(st + K::kWeightBytes + r * 64 + g * 8);
+      // The lane's two scales (rows g, g+8 of its k16 block) hold for all four k16 steps.
+      const std::uint32_t sv = *reinterpret_cast<const unsigned short*>(st + K::kWeightBytes + r * 64 + lane * 2);
+      s_g[r] = scale_pair(sv, 0);
+      s_g8[r] = scale_pair(sv, 1);
     }
-    // Activation fragments: token g, k = chunk*64 + 16j + 4t .. +3 = unit 2j + t/2, half t%2.
-    const unsigned char* act = st + K::kWeightBytes + K::kScaleBytes;
-    const int k_chunk = (kc_begin + i) * kChunkK;
-    uint2 bv[T][4];
+    // Activation fragments: lane (g, t) owns k = chunk*64 + 16t .. 16t+15 of token g (the units it
+    // copied itself): steps j = 0, 1 in unit 2t, steps 2, 3 in unit 2t+1 (zeros past M and K are in
+    // shared memory already). 16-byte reads, XOR-swizzled by the row: conflict-free per quarter warp.
+    const unsigned char* act = st + kActOffset;
+    uint4 bq[T][2];
 #pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const bool k_ok = k_chunk + 16 * j < p.k;
-      const int offset = (((2 * j + (t >> 1)) ^ g) * 16) + (t & 1) * 8;
+    for (int tt = 0; tt < T; ++tt)
 #pragma unroll
-      for (int tt = 0; tt < T; ++tt)
-        bv[tt][j] = (k_ok && a_valid[tt]) ? *reinterpret_cast<const uint2*>(act + (tt * 8 + g) * 128 + offset)
-                                          : make_uint2(0, 0);
-    }
+      for (int c = 0; c < 2; ++c) bq[tt][c] = *reinterpret_cast<const uint4*>(act + (tt * 8 + g) * 128 + (((2 * t + c) ^ g) * 16));
 #pragma unroll
     for (int j = 0; j < 4; ++j)
 #pragma unroll
       for (int r = 0; r < R; ++r) {
-        const std::uint32_t sword = j < 2 ? sv[r].x : sv[r].y;
-        const std::uint32_t s_g = scale_pair(sword, (2 * j) % 4), s_g8 = scale_pair(sword, (2 * j + 1) % 4);
         const std::uint32_t word = j == 0 ? wv[r].x : j == 1 ? wv[r].y : j == 2 ? wv[r].z : wv[r].w;
         std::uint32_t afrag[4];
-        decode_word(word, s_g, s_g8, afrag);
+        decode_word(word, s_g[r], s_g8[r], afrag);
 #pragma unroll
-        for (int tt = 0; tt < T; ++tt) mma_bf16_16816(acc[r][tt], afrag, bv[tt][j].x, bv[tt][j].y);
+        for (int tt = 0; tt < T; ++tt) {
+          const uint4& b = bq[tt][j >> 1];
+          mma_bf16_16816(acc[r][tt], afrag, (j & 1) ? b.z : b.x, (j & 1) ? b.w : b.y);
+        }
       }
   }
   cp_async_wait<0>();
