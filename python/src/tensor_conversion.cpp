@@ -64,10 +64,11 @@ TensorView ArrayArgs::view(nb::handle obj, const char* name) {
     }
   }
   if (n_held_ == kMaxHeld) throw Error(Error::Kind::kRuntime, "fastinfer: too many array arguments");
-  Array& a = held_[n_held_];
-  if (!nb::try_cast<Array>(obj, a, /*convert=*/false)) throw_not_an_array(obj, name);
+  std::optional<Array>& a = held_[n_held_];
+  a.emplace();
+  if (!nb::try_cast<Array>(obj, *a, /*convert=*/false)) throw_not_an_array(obj, name);
   ++n_held_;
-  return from_ndarray(a);
+  return from_ndarray(*a);
 }
 
 std::optional<TensorView> ArrayArgs::optional_view(nb::handle obj, const char* name) {

@@ -33,7 +33,7 @@ class ArrayArgs {
 
  private:
   static constexpr int kMaxHeld = 16;  // more arrays than any op takes
-  std::array<Array, kMaxHeld> held_;
+  std::array<std::optional<Array>, kMaxHeld> held_;  // optional: nothing built for the fast path
   int n_held_ = 0;
 };
 
