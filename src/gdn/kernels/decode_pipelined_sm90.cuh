@@ -113,26 +113,32 @@ __device__ void produce(const DecodeParams& p, typename Cfg::Smem& smem, int ite
   int i = 0;
   for (int item = blockIdx.x; item < items; item += gridDim.x, ++i) {
     const int s = i % Cfg::kStages;
-    if (i >= Cfg::kStages) mbarrier_wait(&smem.empty[s], (i / Cfg::kStages - 1) & 1);
-    typename Cfg::Stage& st = smem.stage[s];
     const ItemCoords at = item_coords<Cfg>(p, item);
+    // The item's slots and gates are read before waiting for the stage, all at once (the gates do
+    // not depend on the slot): one global round trip per item, overlapping the wait.
     const int in_slot = p.initial_indices[at.seq * p.initial_indices_stride];
-    const bool valid = in_slot >= 0 && in_slot < p.pool_size;  // else padding (or outside the pool)
-    if (valid && lane < p.tokens) {
+    const int out_slot = p.output_indices[at.seq * p.output_indices_stride];
+    float2 gates = make_float2(0.0f, 0.0f);
+    if (lane < p.tokens) {
       const GateTensor& a = p.a;
       const GateTensor& b = p.b;
       const float neg_exp_A = -expf(load_gate_scalar(p.A_log.data, at.head_v * p.A_log.stride, p.A_log.type));
       const float dt_bias = load_gate_scalar(p.dt_bias.data, at.head_v * p.dt_bias.stride, p.dt_bias.type);
-      const float2 gates = decode_gates(
+      gates = decode_gates(
           load_gate_scalar(a.data, at.seq * a.stride_b + lane * a.stride_t + at.head_v * a.stride_h, a.type),
           load_gate_scalar(b.data, at.seq * b.stride_b + lane * b.stride_t + at.head_v * b.stride_h, b.type), neg_exp_A,
           dt_bias);
+    }
+    const bool valid = in_slot >= 0 && in_slot < p.pool_size;  // else padding (or outside the pool)
+    if (i >= Cfg::kStages) mbarrier_wait(&smem.empty[s], (i / Cfg::kStages - 1) & 1);
+    typename Cfg::Stage& st = smem.stage[s];
+    if (valid && lane < p.tokens) {
       st.alpha[lane] = gates.x;
       st.beta[lane] = gates.y;
     }
     if (lane == 0) {
       st.in_slot = valid ? in_slot : -1;
-      st.out_slot = p.output_indices[at.seq * p.output_indices_stride];
+      st.out_slot = out_slot;
     }
     __syncwarp();  // the gate and slot writes happen before the arrival that publishes them
     if (!valid) {
