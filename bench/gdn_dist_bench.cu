@@ -1,8 +1,9 @@
 // Routine "gdn_dist": the multi-GPU GDN prefill (issue 10) on 2 GPUs of this process against the
 // single-GPU gdn::prefill, one sequence of 256k or 1M tokens, heads 16/32. Reports the 2-GPU
 // wall time (host clock from a barrier to both streams done: the two GPUs have no common clock),
-// the 1-GPU time, the speed-up, the parts of the 2-GPU time measured alone (rank 0's slice map:
-// CP stages 1-3; the all-gather; the local prefill of one slice) and the floor.
+// the 1-GPU time, the speed-up, the parts of the 2-GPU time measured alone (rank 0's chunk maps:
+// CP stages 1-2 on its slice; the all-gather; the resumed local prefill: stages 3-4 on those maps;
+// a whole 1-GPU prefill of one slice for comparison) and the floor.
 #include <algorithm>
 #include <barrier>
 #include <chrono>
@@ -15,6 +16,7 @@
 #include "fastinfer/device.h"
 #include "fastinfer/gdn_distributed.h"
 #include "gdn/cp.h"
+#include "gdn/prefill_validate.h"
 #include "harness.h"
 #include "routines.h"
 #include "runtime/cuda_check.h"
@@ -105,8 +107,8 @@ nlohmann::json run_gdn_dist(const BenchOptions& options) {
   const int warmup = 1, reps = options.quick ? 2 : 3;
 
   nlohmann::json rows = nlohmann::json::array();
-  std::printf("%-16s %10s %10s %8s %10s %10s %10s %10s %10s\n", "case", "1gpu ms", "2gpu ms", "speedup", "map ms",
-              "comm ms", "half ms", "floor2 ms", "cp123 1gpu");
+  std::printf("%-16s %10s %10s %8s %10s %10s %10s %10s %10s %10s\n", "case", "1gpu ms", "2gpu ms", "speedup", "st12 ms",
+              "comm ms", "st34 ms", "half ms", "floor2 ms", "cp123 1gpu");
   for (const DistCase& c : cases) {
     const std::string label = std::to_string(c.hq) + "/" + std::to_string(c.hv) + " 1x" + std::to_string(c.len / 1024) + "k";
     if (!options.only_shapes.empty() && label.find(options.only_shapes) == std::string::npos) continue;
@@ -135,12 +137,19 @@ nlohmann::json run_gdn_dist(const BenchOptions& options) {
       gdn::prefill_distributed(ranks[r]->args, comms[r], dist_options, s);
     });
 
-    // The parts alone: rank 0's slice map (CP stages 1-3 on its half), the all-gather of the
-    // contributions, one half's local prefill.
+    // The parts alone: rank 0's chunk maps (CP stages 1-2 on its half, what begin_rank runs
+    // before the chain), the all-gather of the contributions, the resumed local prefill (stages
+    // 3-4 on those maps, what finish_rank runs after the fold), one half's whole 1-GPU prefill.
     FASTINFER_CUDA_CHECK(cudaSetDevice(0));
     const ExecContext ctx0{Device::cuda(0), streams[0]};
     gdn::detail::CpOptions cp_half{.max_seqlen = half};
+    cp_half.last_stage = 2;
     const double map_ms = median_ms([&](int) { gdn::detail::run_cp_stages(ranks[0]->args, ctx0, cp_half); }, warmup, reps, streams[0]);
+    gdn::detail::CpOptions resume = cp_half;
+    resume.first_stage = 3;
+    const gdn::PrefillShape half_shape = gdn::validate_prefill(ranks[0]->args);
+    const double resume_ms =
+        median_ms([&](int) { gdn::detail::prefill_cp(ranks[0]->args, half_shape, ctx0, resume); }, warmup, reps, streams[0]);
     const double half_ms = median_ms([&](int) { gdn::prefill(ranks[0]->args, streams[0]); }, warmup, reps, streams[0]);
     const std::size_t floats = 2 * static_cast<std::size_t>(c.hv) * 128 * 128;
     std::vector<DeviceBuffer> send, recv;
@@ -158,10 +167,11 @@ nlohmann::json run_gdn_dist(const BenchOptions& options) {
     const double flops = 4.0 * c.len * c.hv * 128 * 128;
     const double bytes = 2.0 * c.len * 128 * (2 * c.hq + 2 * c.hv);
     const double floor2 = floor_ms(bytes, flops) / 2;
-    std::printf("%-16s %10.2f %10.2f %8.2f %10.2f %10.3f %10.2f %10.3f %10.2f\n", label.c_str(), one_gpu_ms, two_gpu_ms,
-                one_gpu_ms / two_gpu_ms, map_ms, comm_ms, half_ms, floor2, cp123_ms);
+    std::printf("%-16s %10.2f %10.2f %8.2f %10.2f %10.3f %10.2f %10.2f %10.3f %10.2f\n", label.c_str(), one_gpu_ms,
+                two_gpu_ms, one_gpu_ms / two_gpu_ms, map_ms, comm_ms, resume_ms, half_ms, floor2, cp123_ms);
     rows.push_back({{"case", label}, {"one_gpu_ms", one_gpu_ms}, {"two_gpu_ms", two_gpu_ms},
-                    {"speedup", one_gpu_ms / two_gpu_ms}, {"rank0_map_ms", map_ms}, {"allgather_ms", comm_ms},
+                    {"speedup", one_gpu_ms / two_gpu_ms}, {"rank0_cp_stages12_ms", map_ms}, {"allgather_ms", comm_ms},
+                    {"rank0_resumed_stages34_ms", resume_ms},
                     {"allgather_bytes_per_rank", floats * 4}, {"half_local_prefill_ms", half_ms},
                     {"floor_two_gpu_ms", floor2}, {"cp_stages123_one_gpu_ms", cp123_ms},
                     {"nominal_tflops_two_gpu", flops / (two_gpu_ms * 1e9)}, {"bf16_peak_tflops", ceil.bf16_tflops}});
@@ -171,7 +181,9 @@ nlohmann::json run_gdn_dist(const BenchOptions& options) {
     FASTINFER_CUDA_CHECK(cudaStreamDestroy(streams[r]));
   }
   FASTINFER_CUDA_CHECK(cudaSetDevice(0));
-  return {{"note", "1 GPU = gdn::prefill (use_cp Auto); 2 GPUs = prefill_distributed (CP stages 1-3 + chain on rank 0, all-gather, fold, local gdn::prefill)"}, {"rows", rows}};
+  return {{"note", "1 GPU = gdn::prefill (use_cp Auto); 2 GPUs = prefill_distributed (CP stages 1-2 on every rank, "
+                   "chain on rank 0, all-gather, fold on rank 1, CP stages 3-4 resumed on every rank)"},
+          {"rows", rows}};
 }
 
 const RoutineRegistration registration{{"gdn_dist", "multi-GPU GDN prefill over NCCL (2 GPUs vs 1)", run_gdn_dist}};
