@@ -34,8 +34,9 @@ CpWorkspace carve(void* base, const CpPlan& plan) {
   const std::size_t chunks = static_cast<std::size_t>(plan.segments());
   CpWorkspace w{};
   w.block_inverse = carver.take<float>(blocks * heads * kCpBlockLen * kCpBlockLen);
-  w.map_m = carver.take<float>(chunks * heads * kD * kD);
-  w.map_b = carver.take<float>(chunks * heads * kD * kD);
+  const std::size_t maps = static_cast<std::size_t>(plan.map_rows());
+  w.map_m = carver.take<float>(maps * heads * kD * kD);
+  w.map_b = carver.take<float>(maps * heads * kD * kD);
   w.chunk_states = carver.take<float>(chunks * heads * kD * kD);
   w.segment_offsets = carver.take<std::int64_t>(chunks + 1);
   w.segment_sequence = carver.take<std::int32_t>(chunks);
@@ -74,7 +75,10 @@ CpStageView launch_stages(const PrefillArgs& a, const ExecContext& ctx, const Cp
   const std::int64_t n_seqs = a.cu_seqlens.size(0) - 1;
   const std::int64_t hsab = std::max(a.q.size(1), a.v.size(1));
   const std::int64_t max_len = options.max_seqlen > 0 ? options.max_seqlen : a.k.size(0);
-  const CpPlan plan = make_cp_plan(n_seqs, hsab, max_len, info.sm_count, options.chunk_len);
+  CpPlan plan = make_cp_plan(n_seqs, hsab, max_len, info.sm_count, options.chunk_len);
+  plan.map_splits = options.map_splits == 0  ? cp_map_splits(plan, info.sm_count, final_states != nullptr)
+                    : options.map_splits > 0 ? cp_map_splits_at_most(plan, options.map_splits)
+                                             : 1;
 
   DeviceGuard guard(device);
   const std::size_t bytes = carve(nullptr, plan).bytes;
@@ -106,6 +110,7 @@ CpStageView launch_stages(const PrefillArgs& a, const ExecContext& ctx, const Cp
   p.chunk_len = static_cast<int>(plan.chunk_len);
   p.chunks_per_seq = static_cast<int>(plan.chunks_per_seq);
   p.blocks_per_seq = static_cast<int>(plan.blocks_per_seq());
+  p.map_splits = static_cast<int>(plan.map_splits);
   p.block_inverse = w.block_inverse;
   p.map_m = w.map_m;
   p.map_b = w.map_b;
@@ -133,6 +138,7 @@ CpStageView run_cp_stages(const PrefillArgs& a, const ExecContext& ctx, const Cp
 void prefill_cp(const PrefillArgs& a, const PrefillShape& shape, const ExecContext& ctx, const CpOptions& options) {
   CpOptions all_stages = options;
   all_stages.last_stage = 3;
+  if (all_stages.map_splits < 0) all_stages.map_splits = all_stages.first_stage <= 1 ? 0 : 1;
   const CpStageView stages = launch_stages(a, ctx, all_stages, nullptr);
   // Stage 4: the prefill kernel with one work item per (CP chunk, head), each starting from its fixed-up
   // state (chunk_states; chunk 0's entry is the initial state, so no segment reads initial_state

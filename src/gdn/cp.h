@@ -25,7 +25,14 @@ struct CpOptions {
   std::int64_t max_seqlen = 0;
   std::int64_t chunk_len = 0;  // 0 = the chunk rule of make_cp_plan
   bool programmatic_launch = true;  // PDL between stages 1 -> 2 -> 3 -> 4
-  bool prefetch_blocks = false;     // stage 2 variant that loads the next block behind the current one
+  // Stage 2 loads the next block behind the current one (cp.async; same bits as without): 3-4 %
+  // faster on the H200 at every measured shape (docs/GDN_CP.md), so on by default.
+  bool prefetch_blocks = true;
+  // Stage 2-3 pieces per chunk (CpPlan::map_splits): 0 = the rule cp_map_splits, n > 0 = the
+  // largest divisor of the chunk's block count <= n, -1 = the rule when prefill_cp runs every
+  // stage, else 1 (run_cp_stages' callers read the maps per chunk, and a resumed fix-up
+  // (first_stage 3) must see the layout stages 1-2 wrote).
+  int map_splits = -1;
   int last_stage = 3;  // run_cp_stages stops after this stage (1-3; benchmarks time the stages)
   // run_cp_stages / prefill_cp start at this stage (1 or 3). 3 resumes on the "gdn.cp" workspace a
   // call on the same stream with the same plan (same tokens, max_seqlen, chunk_len) filled with
@@ -39,7 +46,7 @@ struct CpOptions {
 struct CpStageView {
   CpPlan plan;
   const float* block_inverse = nullptr;  // [N * blocks_per_seq, Hsab, 64, 64]
-  const float* map_m = nullptr;          // [N * chunks_per_seq, Hsab, 128, 128]
+  const float* map_m = nullptr;          // [plan.map_rows(), Hsab, 128, 128]: per piece (plan.map_len() tokens)
   const float* map_b = nullptr;
   const float* chunk_states = nullptr;
   const void* segment_offsets = nullptr;  // [segments + 1], dtype of cu_seqlens (stage 4's table)

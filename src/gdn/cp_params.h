@@ -35,12 +35,16 @@ struct CpStageParams {
   int chunk_len = 0;
   int chunks_per_seq = 0;
   int blocks_per_seq = 0;
+  // Stages 2-3 cut every chunk into map_splits pieces of chunk_len / map_splits tokens (a
+  // multiple of 64): piece q of chunk c of sequence n is map row (n * chunks_per_seq + c) *
+  // map_splits + q.
+  int map_splits = 1;
 
   // Workspace slices.
   float* block_inverse = nullptr;  // [N * blocks_per_seq, Hsab, 64, 64], Tinv without diag(beta)
-  float* map_m = nullptr;          // [N * chunks_per_seq, Hsab, 128, 128], M of H_out = H_in M + B
+  float* map_m = nullptr;          // [N * chunks_per_seq * map_splits, Hsab, 128, 128], M of H_out = H_in M + B
   float* map_b = nullptr;          // same shape, B
-  float* chunk_states = nullptr;   // same shape, the state entering each chunk
+  float* chunk_states = nullptr;   // [N * chunks_per_seq, Hsab, 128, 128], the state entering each chunk
   // Optional: when set, stage 2 also composes the last chunk of each sequence and stage 3 writes
   // the state after it here ([N, Hsab, 128, 128]); the pipeline leaves it null (stage 4 writes
   // the final state), tests use it to check stages 1-3 end to end.

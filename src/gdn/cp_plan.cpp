@@ -24,6 +24,29 @@ CpPlan make_cp_plan(std::int64_t num_seqs, std::int64_t num_state_heads, std::in
   return plan;
 }
 
+std::int64_t cp_map_splits_at_most(const CpPlan& plan, std::int64_t wanted) {
+  const std::int64_t blocks = plan.chunk_len / kCpBlockLen;
+  for (std::int64_t s = std::min(std::max<std::int64_t>(wanted, 1), blocks); s > 1; --s)
+    if (blocks % s == 0) return s;
+  return 1;
+}
+
+std::int64_t cp_map_splits(const CpPlan& plan, int sm_count, bool last_chunk_mapped) {
+  const std::int64_t blocks = plan.chunk_len / kCpBlockLen;
+  const std::int64_t mapped = std::max<std::int64_t>(plan.chunks_per_seq - (last_chunk_mapped ? 0 : 1), 1);
+  const std::int64_t ctas = std::max<std::int64_t>(plan.num_seqs * plan.num_state_heads * mapped, 1);
+  const std::int64_t sms = std::max(sm_count, 1);
+  const std::int64_t step_us = std::max<std::int64_t>(kCpFixupStepMinUs, plan.num_seqs * plan.num_state_heads * 3 / 5);
+  std::int64_t best = 1, best_cost = -1;
+  for (std::int64_t s = 1; s <= blocks / kCpMinMapBlocks || s == 1; ++s) {
+    if (blocks % s != 0) continue;
+    const std::int64_t waves = (ctas * s + sms - 1) / sms;
+    const std::int64_t cost = waves * (blocks / s) * kCpMapBlockUs + mapped * s * step_us;
+    if (best_cost < 0 || cost < best_cost) best = s, best_cost = cost;
+  }
+  return best;
+}
+
 bool should_use_cp(std::int64_t num_seqs, std::int64_t num_state_heads, std::int64_t max_seqlen, int sm_count) {
   return 2 * num_seqs * num_state_heads < sm_count && max_seqlen >= 2 * kCpMinChunkLen;
 }

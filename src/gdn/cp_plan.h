@@ -13,8 +13,14 @@ struct CpPlan {
   std::int64_t num_state_heads = 0;
   std::int64_t chunk_len = 0;       // tokens per CP chunk, a multiple of kCpBlockLen
   std::int64_t chunks_per_seq = 0;  // ceil(max_seqlen / chunk_len), at least 1
+  // Stages 2-3 work on map pieces: every chunk cut into map_splits equal pieces (a divisor of the
+  // chunk's block count), one stage-2 CTA and one fix-up step per piece (cp_map_splits).
+  std::int64_t map_splits = 1;
   std::int64_t blocks_per_seq() const { return chunks_per_seq * (chunk_len / kCpBlockLen); }
   std::int64_t segments() const { return num_seqs * chunks_per_seq; }
+  std::int64_t map_len() const { return chunk_len / map_splits; }
+  std::int64_t maps_per_seq() const { return chunks_per_seq * map_splits; }
+  std::int64_t map_rows() const { return num_seqs * maps_per_seq(); }  // rows of the M and B workspaces
 };
 
 // The chunk rule (docs/GDN_CP.md): the chunk-parallel stages run one CTA per (chunk, head), so
@@ -25,6 +31,22 @@ struct CpPlan {
 inline constexpr std::int64_t kCpMinChunkLen = 512;  // unmeasured: fix-up step ~2 us vs 8 blocks of chunk work
 CpPlan make_cp_plan(std::int64_t num_seqs, std::int64_t num_state_heads, std::int64_t max_seqlen, int sm_count,
                     std::int64_t forced_chunk_len = 0);
+
+// Pieces per chunk for stages 2-3. Stage 2 runs one CTA per (piece, head) at one CTA per SM, and
+// only the chunks before each sequence's last need maps, so one piece per chunk can leave SMs
+// idle (1 x 128k, 32 heads: 3 x 32 = 96 CTAs on 132 SMs; 16/64 1 x 64k: 64). The rule picks the
+// divisor s of the chunk's block count (pieces >= kCpMinMapBlocks blocks) with the least
+//     waves(N * Hsab * mapped chunks * s) * blocks per piece * kCpMapBlockUs
+//       + mapped chunks * s * fix-up step time
+// `last_chunk_mapped`: whether the last chunk of each sequence is composed too (final_states).
+// Costs measured on the H200 (cp batch 1, 16/32 and 2/8): a stage-2 block ~12 us with one CTA
+// per SM; a fix-up step ~0.6 us per (sequence, head) (20 us at 32 heads, 6 us at 8), >= 5 us.
+inline constexpr std::int64_t kCpMinMapBlocks = 4;    // 256 tokens: unmeasured
+inline constexpr std::int64_t kCpMapBlockUs = 12;
+inline constexpr std::int64_t kCpFixupStepMinUs = 5;
+std::int64_t cp_map_splits(const CpPlan& plan, int sm_count, bool last_chunk_mapped);
+// The largest divisor of the plan's blocks per chunk that is <= wanted (at least 1).
+std::int64_t cp_map_splits_at_most(const CpPlan& plan, std::int64_t wanted);
 
 // Whether CP should run (use_cp = Auto): the per-(sequence, head) path keeps fewer than half the
 // SMs busy (so the plan cuts every sequence in >= 2 chunks) and some sequence has >= 1024 tokens.

@@ -106,17 +106,19 @@ StageRun run_stages(const Problem& p, DeviceProblem& d, const CpOptions& options
   run.view = gdn::detail::run_cp_stages(d.args, ctx, options, finals);
   const auto& plan = run.view.plan;
   const std::size_t inv = static_cast<std::size_t>(plan.num_seqs * plan.blocks_per_seq() * p.hsab * 64 * 64);
-  const std::size_t maps = static_cast<std::size_t>(plan.segments() * p.hsab * D * D);
+  const std::size_t maps = static_cast<std::size_t>(plan.map_rows() * p.hsab * D * D);
+  const std::size_t states = static_cast<std::size_t>(plan.segments() * p.hsab * D * D);
   FASTINFER_CUDA_CHECK(cudaMemsetAsync(const_cast<float*>(run.view.block_inverse), 0xff, inv * 4, stream));
-  for (const float* s : {run.view.map_m, run.view.map_b, run.view.chunk_states})
+  for (const float* s : {run.view.map_m, run.view.map_b})
     FASTINFER_CUDA_CHECK(cudaMemsetAsync(const_cast<float*>(s), 0xff, maps * 4, stream));
+  FASTINFER_CUDA_CHECK(cudaMemsetAsync(const_cast<float*>(run.view.chunk_states), 0xff, states * 4, stream));
   FASTINFER_CUDA_CHECK(cudaMemsetAsync(finals, 0xff, state_elems * 4, stream));
   run.view = gdn::detail::run_cp_stages(d.args, ctx, options, finals);
   FASTINFER_CUDA_CHECK(cudaStreamSynchronize(stream));
   run.inverse = download(run.view.block_inverse, inv);
   run.m = download(run.view.map_m, maps);
   run.b = download(run.view.map_b, maps);
-  run.states = download(run.view.chunk_states, maps);
+  run.states = download(run.view.chunk_states, states);
   run.finals = download(finals, state_elems);
   FASTINFER_CUDA_CHECK(cudaFree(finals));
   return run;
@@ -129,8 +131,13 @@ void check_each_stage_and_end_to_end(Problem& p, const CpOptions& options) {
   const StageRun run = run_stages(p, d, options);
   const auto& plan = run.view.plan;
   const ref::CpLayout layout{plan.chunk_len, plan.chunks_per_seq};
-  std::printf("  plan: chunk_len %lld, chunks_per_seq %lld\n", static_cast<long long>(plan.chunk_len),
-              static_cast<long long>(plan.chunks_per_seq));
+  // Stages 2-3 work on map pieces (map_splits per chunk): the references run on the piece layout,
+  // which has the same 64-token blocks, and every map_splits-th piece state is a chunk state.
+  const ref::CpLayout pieces{plan.map_len(), plan.maps_per_seq()};
+  std::printf("  plan: chunk_len %lld, chunks_per_seq %lld, map_splits %lld\n", static_cast<long long>(plan.chunk_len),
+              static_cast<long long>(plan.chunks_per_seq), static_cast<long long>(plan.map_splits));
+  EXPECT_EQ(pieces.blocks_per_seq(), layout.blocks_per_seq());
+  EXPECT_EQ(plan.map_splits, options.map_splits > 0 ? options.map_splits : 1);
 
   // Stage 1 vs its reference (the reference normalises k in fp64 without rounding to bf16).
   const auto want_inverse = ref::gdn_cp_block_inverse_ref(p.args, layout);
@@ -138,12 +145,17 @@ void check_each_stage_and_end_to_end(Problem& p, const CpOptions& options) {
   // Stage 2 fed with the GPU's inverses; only chunks that are not the last of their sequence... all
   // chunks are composed here because final_states is requested.
   std::vector<double> want_m, want_b;
-  ref::gdn_cp_chunk_maps_ref(p.args, layout, run.inverse, want_m, want_b);
-  const double e2m = rel_l2_rows(run.m, want_m, p, plan.chunks_per_seq, plan.chunk_len, D * D);
-  const double e2b = rel_l2_rows(run.b, want_b, p, plan.chunks_per_seq, plan.chunk_len, D * D);
+  ref::gdn_cp_chunk_maps_ref(p.args, pieces, run.inverse, want_m, want_b);
+  const double e2m = rel_l2_rows(run.m, want_m, p, pieces.chunks_per_seq, pieces.chunk_len, D * D);
+  const double e2b = rel_l2_rows(run.b, want_b, p, pieces.chunks_per_seq, pieces.chunk_len, D * D);
   // Stage 3 fed with the GPU's maps.
-  std::vector<double> want_states, want_finals;
-  ref::gdn_cp_fixup_ref(p.args, layout, run.m, run.b, want_states, want_finals);
+  std::vector<double> want_piece_states, want_finals;
+  ref::gdn_cp_fixup_ref(p.args, pieces, run.m, run.b, want_piece_states, want_finals);
+  std::vector<double> want_states(run.states.size());
+  const std::size_t state_block = static_cast<std::size_t>(p.hsab * D * D);
+  for (std::int64_t row = 0; row < plan.segments(); ++row)  // chunk row n * chunks + c = piece row (...) * splits
+    std::copy_n(want_piece_states.begin() + row * plan.map_splits * state_block, state_block,
+                want_states.begin() + row * state_block);
   const double e3 = rel_l2_rows(run.states, want_states, p, plan.chunks_per_seq, plan.chunk_len, D * D);
   // Final states of non-empty sequences (an empty sequence's state is left untouched).
   auto non_empty = [&](const std::vector<double>& x) {
@@ -179,6 +191,17 @@ TEST_F(GdnCpGpu, StagesFp16GqaPoolStateSmallGates) {
   Problem p({300, 1000, 129}, 4, 1, 1, 0.02, 0.1, 21, DType::kFloat16);
   p.pool_initial_state(22);
   check_each_stage_and_end_to_end(p, {.max_seqlen = 1000, .chunk_len = 128});
+}
+
+// Stages 2-3 on map pieces (CpOptions::map_splits): a chunk of 12 blocks in 3 pieces, ragged
+// lengths ending inside pieces, and a chunk of 16 blocks in 4 pieces with a pool state.
+TEST_F(GdnCpGpu, StagesOnMapPiecesRagged) {
+  Problem p({1, 65, 700, 1500, 0, 833}, 2, 2, 4, 0.99, 1.0, 15);
+  p.packed_initial_state(16);
+  check_each_stage_and_end_to_end(p, {.max_seqlen = 1500, .chunk_len = 768, .map_splits = 3});
+  Problem q({3000, 1025}, 4, 1, 1, 0.9995, 1.0, 17, DType::kFloat16);
+  q.pool_initial_state(18);
+  check_each_stage_and_end_to_end(q, {.max_seqlen = 3000, .chunk_len = 1024, .map_splits = 4});
 }
 
 TEST_F(GdnCpGpu, LongSequencesGatesVeryNearOneChunkRule) {
@@ -272,7 +295,7 @@ TEST_F(GdnCpGpu, PrefetchingChunkMapsGiveTheSameBits) {
     Problem p({2000, 77, 0, 1100}, 2, 2, 4, 0.99, 1.0, 71 + variant, variant ? DType::kFloat16 : DType::kBFloat16);
     if (variant) p.pool_initial_state(73), p.args.alpha.reset();
     DeviceProblem d(p);
-    const auto plain = run_stages(p, d, {.max_seqlen = 2000, .chunk_len = 320});
+    const auto plain = run_stages(p, d, {.max_seqlen = 2000, .chunk_len = 320, .prefetch_blocks = false});
     const auto prefetched = run_stages(p, d, {.max_seqlen = 2000, .chunk_len = 320, .prefetch_blocks = true});
     // Bit comparison: rows no stage writes (chunks past a sequence's end, the empty sequence's
     // final state) hold the same NaN poison in both runs, which == would call different.

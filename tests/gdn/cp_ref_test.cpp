@@ -192,6 +192,30 @@ TEST(GdnCpPlan, ChunkRuleFillsOneWaveAndCoversTheLongestSequence) {
   EXPECT_EQ(forced.blocks_per_seq(), 16);
 }
 
+// Map pieces: more stage-2 CTAs where the mapped chunks leave SMs idle, one piece per chunk where
+// they already fill the GPU; always a divisor of the chunk's block count.
+TEST(GdnCpPlan, MapSplitsFillIdleSms) {
+  using gdn::detail::cp_map_splits;
+  using gdn::detail::cp_map_splits_at_most;
+  using gdn::detail::make_cp_plan;
+  auto splits = [](std::int64_t n, std::int64_t h, std::int64_t len) {
+    return cp_map_splits(make_cp_plan(n, h, len, 132), 132, false);
+  };
+  EXPECT_EQ(splits(1, 32, 131072), 4);  // 3 mapped chunks x 32 heads = 96 CTAs -> 384 in 3 waves of 128 blocks, not 512
+  EXPECT_EQ(splits(1, 32, 32768), 4);
+  EXPECT_EQ(splits(1, 32, 8192), 1);    // 12 fix-up steps of ~20 us would cost more than the 8 blocks saved
+  EXPECT_EQ(splits(1, 64, 65536), 2);   // 64 CTAs -> 128
+  EXPECT_EQ(splits(2, 32, 8192), 2);
+  EXPECT_EQ(splits(1, 32, 1024), 2);    // 32 CTAs of 8 blocks -> 64 of 4
+  EXPECT_EQ(splits(1, 8, 65536), 1);    // 15 x 8 = 120 CTAs already
+  EXPECT_EQ(splits(16, 8, 4096), 1);    // one chunk: nothing to map
+  const auto plan = make_cp_plan(1, 4, 1500, 132, 768);  // 12 blocks per chunk
+  EXPECT_EQ(cp_map_splits_at_most(plan, 3), 3);
+  EXPECT_EQ(cp_map_splits_at_most(plan, 5), 4);
+  EXPECT_EQ(cp_map_splits_at_most(plan, 100), 12);
+  EXPECT_EQ(cp_map_splits_at_most(plan, 0), 1);
+}
+
 TEST(GdnCpPlan, AutoRule) {
   using gdn::detail::should_use_cp;
   EXPECT_TRUE(should_use_cp(1, 32, 8192, 132));

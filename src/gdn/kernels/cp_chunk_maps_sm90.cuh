@@ -1,6 +1,6 @@
 #pragma once
-// CP stage 2: per CP chunk and state head, the affine map H_out = H_in M + B of the chunk,
-// composed block by block (docs/GDN_CP.md). For a block with T = Tinv diag(beta), gates G
+// CP stage 2: per CP chunk (or piece of one, CpStageParams::map_splits) and state head, the affine
+// map H_out = H_in M + B of its tokens, composed block by block (docs/GDN_CP.md). For a block with T = Tinv diag(beta), gates G
 // (running log alpha) and gL = G[last]:
 //     A  = T K,  Ud = T diag(exp(gL - G)) V                      (64 x 128 each)
 //     P  = exp(gL) (I - A^T K),  Bv = Ud^T K
@@ -64,14 +64,16 @@ __global__ void __launch_bounds__(kMapThreads, 1) chunk_maps_kernel(const CpStag
   extern __shared__ __align__(16) unsigned char smem_raw[];
   auto& s = *reinterpret_cast<ChunkMapsSmem<E, kPrefetch>*>(smem_raw);
 
-  const int chunk = blockIdx.x, h = blockIdx.y, n = blockIdx.z;
+  // One CTA per map piece (chunk_len / map_splits tokens; the whole chunk when map_splits = 1).
+  const int piece = blockIdx.x, h = blockIdx.y, n = blockIdx.z;
+  const int piece_len = p.chunk_len / p.map_splits, chunk = piece / p.map_splits;
   wait_for_previous_stage();
   const std::int64_t bos = seq_offset(p, n), eos = seq_offset(p, n + 1);
-  const std::int64_t c0 = bos + static_cast<std::int64_t>(chunk) * p.chunk_len;
+  const std::int64_t c0 = bos + static_cast<std::int64_t>(piece) * piece_len;
   if (c0 >= eos) return;
-  const bool last = c0 + p.chunk_len >= eos;
+  const bool last = bos + static_cast<std::int64_t>(chunk + 1) * p.chunk_len >= eos;  // in the sequence's last chunk
   if (last && p.final_states == nullptr) return;  // only the final state needs the last chunk's map
-  const std::int64_t chunk_end = min(c0 + p.chunk_len, eos);
+  const std::int64_t chunk_end = min(c0 + piece_len, eos);  // the piece's end
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const bool rows_of_b = warp >= 4;
@@ -92,13 +94,13 @@ __global__ void __launch_bounds__(kMapThreads, 1) chunk_maps_kernel(const CpStag
   const int hk = h * p.num_k_heads / p.num_state_heads, hv = h * p.num_v_heads / p.num_state_heads;
   const E* k_head = static_cast<const E*>(p.k) + static_cast<std::int64_t>(hk) * p.k_stride_head;
   const E* v_head = static_cast<const E*>(p.v) + static_cast<std::int64_t>(hv) * p.v_stride_head;
-  const int blocks_per_chunk = p.chunk_len / kC;
+  const int blocks_per_piece = piece_len / kC;
 
   // Asynchronous loads of block blk: Tinv always; K and V rows into the staging tiles when
   // prefetching (8-byte pieces, the alignment the register path needs too).
   auto issue_block_copies = [&](int blk) {
     const float* tinv = p.block_inverse + ((static_cast<std::int64_t>(n) * p.blocks_per_seq +
-                                            static_cast<std::int64_t>(chunk) * blocks_per_chunk + blk) *
+                                            static_cast<std::int64_t>(piece) * blocks_per_piece + blk) *
                                                p.num_state_heads + h) * kC * kC;
 #pragma unroll
     for (int i = 0; i < kC * kC / 4 / kMapThreads; ++i) {
@@ -182,28 +184,32 @@ __global__ void __launch_bounds__(kMapThreads, 1) chunk_maps_kernel(const CpStag
       for (int half = 0; half < 2; ++half) {
         __syncwarp();  // one half's accumulators live at a time
         float o[8][4] = {};
+        // T's hi and lo fragments side by side, so each K / V fragment is loaded once for both.
+        std::uint32_t a[2][4][4];
 #pragma unroll
         for (int part = 0; part < 2; ++part) {
           const E(*lhs)[kC + 8] = product == 0 ? s.t_k[part] : s.t_v[part];
-          std::uint32_t a[4][4];
 #pragma unroll
           for (int ks = 0; ks < 4; ++ks) {
             const int row = mt * 16 + g, col = ks * 16 + 2 * t;
-            a[ks][0] = lds_pair(&lhs[row][col]);
-            a[ks][1] = lds_pair(&lhs[row + 8][col]);
-            a[ks][2] = lds_pair(&lhs[row][col + 8]);
-            a[ks][3] = lds_pair(&lhs[row + 8][col + 8]);
+            a[part][ks][0] = lds_pair(&lhs[row][col]);
+            a[part][ks][1] = lds_pair(&lhs[row + 8][col]);
+            a[part][ks][2] = lds_pair(&lhs[row][col + 8]);
+            a[part][ks][3] = lds_pair(&lhs[row + 8][col + 8]);
           }
-#pragma unroll
-          for (int ntp = 0; ntp < 4; ++ntp)
-#pragma unroll
-            for (int ks = 0; ks < 4; ++ks) {
-              std::uint32_t b[4];
-              load_b_pair_trans(&rhs[ks * 16][half * 64 + ntp * 16], kD + 8, lane, b);
-              In::mma(o[2 * ntp], a[ks], b[0], b[1]);
-              In::mma(o[2 * ntp + 1], a[ks], b[2], b[3]);
-            }
         }
+#pragma unroll
+        for (int ntp = 0; ntp < 4; ++ntp)
+#pragma unroll
+          for (int ks = 0; ks < 4; ++ks) {
+            std::uint32_t b[4];
+            load_b_pair_trans(&rhs[ks * 16][half * 64 + ntp * 16], kD + 8, lane, b);
+#pragma unroll
+            for (int part = 0; part < 2; ++part) {
+              In::mma(o[2 * ntp], a[part][ks], b[0], b[1]);
+              In::mma(o[2 * ntp + 1], a[part][ks], b[2], b[3]);
+            }
+          }
 #pragma unroll
         for (int nt = 0; nt < 8; ++nt)
 #pragma unroll
@@ -274,8 +280,8 @@ __global__ void __launch_bounds__(kMapThreads, 1) chunk_maps_kernel(const CpStag
     }
   }
 
-  float* out = (rows_of_b ? p.map_b : p.map_m) +
-               ((static_cast<std::int64_t>(n) * p.chunks_per_seq + chunk) * p.num_state_heads + h) * kD * kD;
+  const std::int64_t map_row = static_cast<std::int64_t>(n) * p.chunks_per_seq * p.map_splits + piece;
+  float* out = (rows_of_b ? p.map_b : p.map_m) + (map_row * p.num_state_heads + h) * kD * kD;
 #pragma unroll
   for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
@@ -300,7 +306,7 @@ void launch_chunk_maps_variant(const CpStageParams& params, cudaStream_t stream)
     FASTINFER_CUDA_CHECK(cudaFuncSetAttribute(chunk_maps_kernel<kInput, kPrefetch>,
                                               cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
   });
-  const dim3 grid(params.chunks_per_seq, params.num_state_heads, params.num_seqs);
+  const dim3 grid(params.chunks_per_seq * params.map_splits, params.num_state_heads, params.num_seqs);
   launch_stage(chunk_maps_kernel<kInput, kPrefetch>, grid, dim3(kMapThreads), smem, stream, params.programmatic_launch,
                params);
 }
