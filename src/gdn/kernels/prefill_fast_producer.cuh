@@ -38,20 +38,22 @@ template <class Element>
 __device__ __forceinline__ void issue_tile_loads(unsigned char* stage, const ChunkSource& src, const PrefillParams& p,
                                                  int ptid) {
   using Cfg = FastConfig;
-  constexpr int kVectorsPerTile = Cfg::kChunk * Cfg::kDim / 8;
+  // Thread ptid copies column vector ptid % 16 of rows ptid / 16 + 8 m, m = 0..7, of each tile.
+  constexpr int kVectorsPerRow = Cfg::kDim / 8, kRowStep = Cfg::kProducerThreads / kVectorsPerRow;
+  const int r0 = ptid / kVectorsPerRow, c = 8 * (ptid % kVectorsPerRow);
   const Element* bases[3] = {static_cast<const Element*>(src.q), static_cast<const Element*>(src.k),
                              static_cast<const Element*>(src.v)};
   const std::int64_t strides[3] = {p.q_stride_token, p.k_stride_token, p.v_stride_token};
   const int offsets[3] = {FastSmem::kQ, FastSmem::kK, FastSmem::kV};
 #pragma unroll
   for (int tile = 0; tile < 3; ++tile) {
-    Element* dst = reinterpret_cast<Element*>(stage + offsets[tile]);
-#pragma unroll 4
-    for (int i = ptid; i < kVectorsPerTile; i += Cfg::kProducerThreads) {
-      const int r = i / (Cfg::kDim / 8), c = i % (Cfg::kDim / 8);
-      const bool inside = r < src.len;
-      const Element* from = inside ? bases[tile] + r * strides[tile] + 8 * c : bases[tile];
-      cp_async_16(dst + r * Cfg::kPitchD + 8 * c, from, inside ? 16 : 0);
+    Element* dst = reinterpret_cast<Element*>(stage + offsets[tile]) + r0 * Cfg::kPitchD + c;
+    const Element* from = bases[tile] + r0 * strides[tile] + c;
+    const std::int64_t step = kRowStep * strides[tile];
+#pragma unroll
+    for (int m = 0; m < Cfg::kChunk / kRowStep; ++m) {
+      const bool inside = r0 + kRowStep * m < src.len;
+      cp_async_16(dst + kRowStep * m * Cfg::kPitchD, inside ? from + m * step : bases[tile], inside ? 16 : 0);
     }
   }
   float* gates = reinterpret_cast<float*>(stage + FastSmem::kGates);
@@ -64,12 +66,14 @@ __device__ __forceinline__ void issue_tile_loads(unsigned char* stage, const Chu
                inside ? gate + (src.token0 + t) * stride + src.head : gate, inside ? 4 : 0);
   }
   if (src.inverse != nullptr) {  // the lower triangle only (16-byte vectors with a column <= row)
-    float* dst = reinterpret_cast<float*>(stage + FastSmem::kInverseIn);
-#pragma unroll 4
-    for (int i = ptid; i < Cfg::kChunk * Cfg::kChunk / 4; i += Cfg::kProducerThreads) {
-      const int r = i / (Cfg::kChunk / 4), c = 4 * (i % (Cfg::kChunk / 4));
-      if (c <= r) cp_async_16(dst + r * Cfg::kChunk + c, src.inverse + r * Cfg::kChunk + c, 16);
-    }
+    constexpr int kInverseVectorsPerRow = Cfg::kChunk / 4, kInverseRowStep = Cfg::kProducerThreads / kInverseVectorsPerRow;
+    const int row0 = ptid / kInverseVectorsPerRow, col = 4 * (ptid % kInverseVectorsPerRow);
+    float* dst = reinterpret_cast<float*>(stage + FastSmem::kInverseIn) + row0 * Cfg::kChunk + col;
+    const float* from = src.inverse + row0 * Cfg::kChunk + col;
+#pragma unroll
+    for (int m = 0; m < Cfg::kChunk / kInverseRowStep; ++m)
+      if (col <= row0 + kInverseRowStep * m)
+        cp_async_16(dst + kInverseRowStep * m * Cfg::kChunk, from + kInverseRowStep * m * Cfg::kChunk, 16);
   }
   cp_async_commit();
 }
@@ -100,49 +104,71 @@ __device__ __forceinline__ void compute_gates(const PrefillParams& p, int len, f
   gates[FastGates::kBeta + 2 * lane + 1] = b[1];
 }
 
-// x <- x * rsqrt(sum x^2 + 1e-6) per row, rounded back to the operand type: 8 lanes per row
-// (16 elements each, two 16-byte vectors), four rows per warp and step.
+// x <- x * rsqrt(sum x^2 + 1e-6) per row of a q or k tile, rounded back to the operand type:
+// 8 lanes per row (16 elements each, two 16-byte vectors), four rows per warp and step. A lane's
+// rows are loaded two at a time before they are reduced (gates + norm took ~7.6k cycles per
+// chunk with one dependent round trip per row, H200 profile; four at a time spilled ~130 bytes
+// more, ptxas).
 template <InputType kType>
 __device__ __forceinline__ void l2_normalise_rows(typename Operand<kType>::Element* tile, int len, int pwarp, int lane) {
   using Cfg = FastConfig;
-  using Op = Operand<kType>;
+  using Element = typename Operand<kType>::Element;
   constexpr int kLanesPerRow = 8, kRowsPerStep = 32 / kLanesPerRow * Cfg::kProducerWarps;
-  for (int r0 = 0; r0 < len; r0 += kRowsPerStep) {
-    const int r = r0 + pwarp * (32 / kLanesPerRow) + lane / kLanesPerRow;
-    auto* row = tile + r * Cfg::kPitchD + 8 * (lane % kLanesPerRow);
-    uint4 raw[2] = {*reinterpret_cast<const uint4*>(row), *reinterpret_cast<const uint4*>(row + 64)};
-    float sum = 0.0f;
+  constexpr int kSteps = Cfg::kChunk / kRowsPerStep, kBatch = 2;
+#pragma unroll 1
+  for (int s0 = 0; s0 < kSteps && s0 * kRowsPerStep < len; s0 += kBatch) {
+    uint4 raw[kBatch][2];
+    float sum[kBatch];
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const std::uint32_t words[4] = {raw[h].x, raw[h].y, raw[h].z, raw[h].w};
+    for (int i = 0; i < kBatch; ++i) {
+      const int r = (s0 + i) * kRowsPerStep + pwarp * (32 / kLanesPerRow) + lane / kLanesPerRow;
+      const Element* row = tile + r * Cfg::kPitchD + 8 * (lane % kLanesPerRow);
+      raw[i][0] = *reinterpret_cast<const uint4*>(row);
+      raw[i][1] = *reinterpret_cast<const uint4*>(row + 64);
+    }
 #pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const float2 x = unpack_pair<kType>(words[i]);
-        sum += x.x * x.x + x.y * x.y;
+    for (int i = 0; i < kBatch; ++i) {
+      sum[i] = 0.0f;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const std::uint32_t words[4] = {raw[i][h].x, raw[i][h].y, raw[i][h].z, raw[i][h].w};
+#pragma unroll
+        for (int w = 0; w < 4; ++w) {
+          const float2 x = unpack_pair<kType>(words[w]);
+          sum[i] += x.x * x.x + x.y * x.y;
+        }
       }
     }
 #pragma unroll
-    for (int offset = kLanesPerRow / 2; offset > 0; offset /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, offset);
-    const float inv = rsqrtf(sum + 1e-6f);
-    if (r < len) {
+    for (int offset = kLanesPerRow / 2; offset > 0; offset /= 2)
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        std::uint32_t words[4] = {raw[h].x, raw[h].y, raw[h].z, raw[h].w};
+      for (int i = 0; i < kBatch; ++i) sum[i] += __shfl_xor_sync(0xffffffffu, sum[i], offset);
 #pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          const float2 x = unpack_pair<kType>(words[i]);
-          words[i] = pack_pair<kType>(x.x * inv, x.y * inv);
+    for (int i = 0; i < kBatch; ++i) {
+      const int r = (s0 + i) * kRowsPerStep + pwarp * (32 / kLanesPerRow) + lane / kLanesPerRow;
+      if (r < len) {
+        const float scale = rsqrtf(sum[i] + 1e-6f);
+        Element* row = tile + r * Cfg::kPitchD + 8 * (lane % kLanesPerRow);
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          std::uint32_t words[4] = {raw[i][h].x, raw[i][h].y, raw[i][h].z, raw[i][h].w};
+#pragma unroll
+          for (int w = 0; w < 4; ++w) {
+            const float2 x = unpack_pair<kType>(words[w]);
+            words[w] = pack_pair<kType>(x.x * scale, x.y * scale);
+          }
+          *reinterpret_cast<uint4*>(row + 64 * h) = make_uint4(words[0], words[1], words[2], words[3]);
         }
-        *reinterpret_cast<uint4*>(row + 64 * h) = make_uint4(words[0], words[1], words[2], words[3]);
       }
     }
   }
 }
 
-// acc[16 rows][64 cols] = rows 16 block .. +15 of `a` times K^T; tiles right of the diagonal
-// block are skipped (never read).
+// acc[16 rows][16 np .. 16 np + 15] = rows 16 block .. +15 of `a` times K^T for the column pairs
+// np in [np_first, np_last] (at most the diagonal block); other tiles of acc are left as they are.
 template <InputType kType, class Element>
-__device__ __forceinline__ void rows_times_k(float (&acc)[8][4], const Element* a, const Element* k, int block, int lane) {
+__device__ __forceinline__ void rows_times_k(float (&acc)[8][4], const Element* a, const Element* k, int block,
+                                             int np_first, int np_last, int lane) {
   using Cfg = FastConfig;
   const int mat = lane / 8, row = lane % 8;
   // A (row-major, non-transposed): matrix mat covers rows +8 (mat % 2), cols +8 (mat / 2).
@@ -156,7 +182,7 @@ __device__ __forceinline__ void rows_times_k(float (&acc)[8][4], const Element* 
     ldmatrix_x4(fa, smem_address(a_base + 16 * kb));
 #pragma unroll
     for (int np = 0; np < 4; ++np) {
-      if (np <= block) {
+      if (np >= np_first && np <= np_last) {
         std::uint32_t b[4];
         ldmatrix_x4(b, smem_address(b_base + 16 * np * Cfg::kPitchD + 16 * kb));
         mma_pair<kType>(acc[2 * np], acc[2 * np + 1], fa, b);
@@ -165,11 +191,10 @@ __device__ __forceinline__ void rows_times_k(float (&acc)[8][4], const Element* 
   }
 }
 
-// Row block 3 - pwarp of A0 (fp32, strictly lower, scaled by beta_t) and row block pwarp of P
-// (rounded, lower including the diagonal; zero above it inside the diagonal block): block b costs
-// b + 1 column pairs, so every warp gets five.
+// P rows of `block`, column pairs [np_first, np_last]: (Q K^T) o Gamma, rounded, zero above the
+// diagonal.
 template <InputType kType>
-__device__ __forceinline__ void compute_a0_and_p(unsigned char* stage, float* a0, bool with_a0, int pwarp, int lane) {
+__device__ __forceinline__ void compute_p(unsigned char* stage, int block, int np_first, int np_last, int lane) {
   using Cfg = FastConfig;
   using Op = Operand<kType>;
   using Element = typename Op::Element;
@@ -179,30 +204,52 @@ __device__ __forceinline__ void compute_a0_and_p(unsigned char* stage, float* a0
   const float* gates = reinterpret_cast<const float*>(stage + FastSmem::kGates);
   const int g = lane / 4, quad = lane % 4;
   float acc[8][4];
-  const int a_block = 3 - pwarp;
-  if (with_a0) {
-    rows_times_k<kType>(acc, k, k, a_block, lane);
-#pragma unroll
-    for (int n = 0; n < 8; ++n)
-      if (n / 2 <= a_block) {
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          const int t = 16 * a_block + g + 8 * (i / 2), j = 8 * n + 2 * quad + i % 2;
-          a0[t * Cfg::kPitchF + j] = j < t ? gates[FastGates::kBeta + t] * acc[n][i] : 0.0f;
-        }
-      }
-  }
-  rows_times_k<kType>(acc, q, k, pwarp, lane);
+  rows_times_k<kType>(acc, q, k, block, np_first, np_last, lane);
 #pragma unroll
   for (int n = 0; n < 8; ++n)
-    if (n / 2 <= pwarp) {
+    if (n / 2 >= np_first && n / 2 <= np_last) {
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
-        const int t = 16 * pwarp + g + 8 * (i / 2), j = 8 * n + 2 * quad + i % 2;
+        const int t = 16 * block + g + 8 * (i / 2), j = 8 * n + 2 * quad + i % 2;
         const float gamma = __expf(gates[FastGates::kG + t] - gates[FastGates::kG + j]);
         p_tile[t * Cfg::kPitchC + j] = Op::round(j <= t ? acc[n][i] * gamma : 0.0f);
       }
     }
+}
+
+// With A0 (T solved here): row block 3 - pwarp of A0 (fp32, strictly lower, scaled by beta_t) and
+// row block pwarp of P; block b costs b + 1 column pairs, so every warp gets five. Without A0 (T
+// loaded): P alone, its ten column pairs split 3 / 2 / 3 / 2 (warp 0 takes block 0 and half of
+// block 3, warp 3 the other half).
+template <InputType kType>
+__device__ __forceinline__ void compute_a0_and_p(unsigned char* stage, float* a0, bool with_a0, int pwarp, int lane) {
+  using Cfg = FastConfig;
+  using Element = typename Operand<kType>::Element;
+  if (!with_a0) {
+    if (pwarp == 0) {
+      compute_p<kType>(stage, 0, 0, 0, lane);
+      compute_p<kType>(stage, 3, 0, 1, lane);
+    } else {
+      compute_p<kType>(stage, pwarp, pwarp == 3 ? 2 : 0, pwarp, lane);
+    }
+    return;
+  }
+  const Element* k = reinterpret_cast<const Element*>(stage + FastSmem::kK);
+  const float* gates = reinterpret_cast<const float*>(stage + FastSmem::kGates);
+  const int g = lane / 4, quad = lane % 4;
+  float acc[8][4];
+  const int a_block = 3 - pwarp;
+  rows_times_k<kType>(acc, k, k, a_block, 0, a_block, lane);
+#pragma unroll
+  for (int n = 0; n < 8; ++n)
+    if (n / 2 <= a_block) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int t = 16 * a_block + g + 8 * (i / 2), j = 8 * n + 2 * quad + i % 2;
+        a0[t * Cfg::kPitchF + j] = j < t ? gates[FastGates::kBeta + t] * acc[n][i] : 0.0f;
+      }
+    }
+  compute_p<kType>(stage, pwarp, 0, pwarp, lane);
 }
 
 // (I + A)^-1 of the strictly lower 64x64 fp32 tile `a` (prefill_fast_inverse.cuh); only the
