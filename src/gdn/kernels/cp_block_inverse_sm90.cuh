@@ -98,7 +98,8 @@ __global__ void __launch_bounds__(kInverseThreads, kInverseCtasPerSm) block_inve
   __syncthreads();
 
   // Thread (column c, parity par) holds x[i] for the rows i = 2 r + par of column c in x[r].
-  const int group = (warp + block) % 4, c = group * 16 + lane % 16, par = lane / 16;
+  // Rotated by every grid index: the non-CP prefill launches grid (1, Hsab, rows).
+  const int group = (warp + block + h + n) % 4, c = group * 16 + lane % 16, par = lane / 16;
   float x[kC / 2];
 #pragma unroll
   for (int r = 0; r < kC / 2; ++r) x[r] = 2 * r + par == c ? 1.f : 0.f;
