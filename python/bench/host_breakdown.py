@@ -115,6 +115,7 @@ def main():
             tag = "C exchange API" if fast else "nanobind import"
             row(f"decode: gated_delta_rule_decode(**d, output=o, stream=handle) [{tag}]",
                 lambda: fastinfer.gated_delta_rule_decode(**d, output=o, stream=handle), per_batch=64)
+        _C._set_fast_import(True)  # the loop above ended with it off
         _C._set_release_gil(False)
         row("decode: gated_delta_rule_decode(**d, output=o, stream=handle) [GIL kept during the launch]",
             lambda: fastinfer.gated_delta_rule_decode(**d, output=o, stream=handle), per_batch=64)
