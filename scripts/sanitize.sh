@@ -30,12 +30,11 @@ mkdir -p "$LOGS"
 racecheck_filter() {
   [[ -n "${SANITIZE_RACECHECK_FILTER:-}" ]] && { echo "$SANITIZE_RACECHECK_FILTER"; return; }
   case "$1" in
-    gdn_prefill_gpu_tests) echo "*InPlaceStateAndCheckpoints*:*ChainedCalls*" ;;
+    gdn_prefill_gpu_tests) echo "*InPlaceStateAndCheckpoints*:*PersistentCtasOverManyItems*:*ChainedCalls*" ;;
     gdn_cp_gpu_tests) echo "*GraphReplayWithNewInputsEqualsEager*" ;;
     decode_gpu_tests) echo "*EveryTacticMatchesReference*:*GraphCapture*" ;;
     gemm_gpu_tests) echo "DefaultTactics/*" ;;
     gemm_large_m_gpu_tests) echo "*PdlAndGraphReplay*" ;;
-    gdn_prefill_fast_gpu_tests) echo "*InPlaceStateAndCheckpoints*:*PersistentCtasOverManyItems*" ;;
     gdn_dist_gpu_tests) echo "*ThreeRanksVarlenPoolCpPath*:*RaggedCutGqaNoInitialState*" ;;
     stress_gpu_tests) echo "-*" ;;  # the same kernels as graph_gpu_tests; memcheck/synccheck cover the concurrency
     *) echo "$FILTER" ;;
