@@ -30,7 +30,17 @@ constexpr std::int64_t kMidMFromM = 32;
 constexpr std::int64_t kMidMToM = 64;
 constexpr std::int64_t kMidMLongKToM = 128;
 constexpr std::int64_t kMidMLongK = 8192;
-
+// Small-M heuristic model (default_small_m_tactic), fitted to the session-3 H200 sweep (docs/GEMM.md):
+// warps per SM beyond which streaming does not speed up, the cost of one more cluster rank (in
+// tile-chunks of the busiest SM), the extra cost per tile-chunk of R = 2 (activations and chunk
+// overhead shared by fewer rows) and the gain of the lean ring per tile-chunk.
+constexpr double kSaturatingWarps = 16.0;
+constexpr double kClusterStepCost = 16.0;
+constexpr double kTwoRowTilesCost = 0.7;
+constexpr double kLeanRingGain = 0.1;
+// 32 < M <= 64: small-M streaming (T = 8) beat the mid-M kernel on 4 of the 5 sweep shapes
+// (1.0-1.8x); not on N = 28672 (0.117 vs 0.092 ms), so only below this N.
+constexpr std::int64_t kSmallMWideToN = 16384;
 }  // namespace
 
 int MmRunner::token_tiles(std::int64_t m) { return m <= 8 ? 1 : m <= 16 ? 2 : m <= 32 ? 4 : 8; }
@@ -54,6 +64,14 @@ MmRunner::MmRunner(int device, DType out_dtype, std::int64_t n, std::int64_t k, 
         t.name = "small_m_r" + std::to_string(s[0]) + "_w" + std::to_string(s[1]) + "_c" + std::to_string(c) + (lean ? "_lean" : "");
         tactics_.push_back(t);
       }
+  small_blocks_.resize(tactics_.size());
+  for (std::size_t i = 0; i < tactics_.size(); ++i)
+    for (int e = 0; e < 4; ++e) {
+      const MmTactic& t = tactics_[i];
+      const SmallMShape shape{t.rows_tiles, 1 << e, t.warps, t.cluster, t.lean_ring};
+      small_blocks_[i][static_cast<std::size_t>(e)] =
+          small_m_compiled(t.rows_tiles, 1 << e, t.warps, t.lean_ring) ? small_m_blocks_per_sm(shape, device) : 0;
+    }
   for (int tokens : kMidMTokenTiles)
     for (int c : kMidMClusters) {
       MmTactic t;
@@ -128,9 +146,10 @@ std::vector<int> MmRunner::tactics(std::int64_t m) const {
 }
 
 int MmRunner::default_tactic(std::int64_t m) const {
-  // Ranges from the H200 per-tactic sweep (docs/GEMM.md): weight streaming up to M = 32, the fused
-  // mid-M kernel with 64-token tiles up to 64 (and up to 128 when K is long, where the large-M
-  // decode pass costs most), then decode pass + CUTLASS GEMM.
+  // Ranges from the H200 per-tactic sweeps (docs/GEMM.md): weight streaming up to M = 32 (up to 64
+  // below N = kSmallMWideToN), the fused mid-M kernel with 64-token tiles up to 64 (and up to 128
+  // when K is long, where the large-M decode pass costs most), then decode pass + CUTLASS GEMM.
+  if (m <= kMidMFromM || (m <= kMidMToM && n_ < kSmallMWideToN)) return default_small_m_tactic(m);
   const int large = m > kMidMFromM ? default_large_m_tactic(m) : -1;
   if (m > kMidMFromM && (large < 0 || m <= kMidMToM || (m <= kMidMLongKToM && k_ >= kMidMLongK))) {
     // CTAs (one per 128 rows x 64 tokens x K split) capped: <= 112 up to M = 64, <= 132 above.
@@ -182,10 +201,12 @@ int MmRunner::default_mid_m_tactic(std::int64_t m, int max_ctas) const {
 }
 
 int MmRunner::default_small_m_tactic(std::int64_t m) const {
-  // Fitted to the H200 sweep (docs/GEMM.md; every cell within 1.12x of the best small-M tactic):
-  // about 1024 streaming warps in total, at least 4 k64 chunks per warp, preferring 4 row tiles per
-  // warp and 8 warps per CTA.
+  // A throughput model fitted to the session-3 H200 sweep (docs/GEMM.md): the busiest SM streams
+  // ceil(CTAs / SMs) CTAs' tile-chunks (weighted by R and the ring); its rate grows with the warps
+  // it holds at once (occupancy calculator) up to kSaturatingWarps; every cluster rank adds a
+  // reduction step. At least 4 k64 chunks per warp where possible.
   const int tt = token_tiles(m);
+  const int tt_index = tt == 1 ? 0 : tt == 2 ? 1 : tt == 4 ? 2 : 3;
   const int kc_count = static_cast<int>((k_ + kChunkK - 1) / kChunkK);
   int best = -1;
   double best_cost = 1e30;
@@ -193,11 +214,16 @@ int MmRunner::default_small_m_tactic(std::int64_t m) const {
     for (int i = 0; i < tactic_count(); ++i) {
       const MmTactic& t = tactics_[static_cast<std::size_t>(i)];
       if (t.large_m || t.mid_tokens > 0 || !can_run(t, m)) continue;
-      const double chunks_per_warp = static_cast<double>(kc_count) / (t.cluster * t.warps);
+      const double chunks_per_warp = std::ceil(static_cast<double>(kc_count) / (t.cluster * t.warps));
       if (pass == 0 && chunks_per_warp < 4.0) continue;
-      const double warps = std::ceil(static_cast<double>(n_) / (t.rows_tiles * kTileRows)) * t.cluster * t.warps *
-                           std::ceil(static_cast<double>(m) / (8.0 * tt));
-      const double cost = std::abs(std::log(warps / 1024.0)) + (t.rows_tiles == 2 ? 0.2 : 0.0) - (t.warps == 8 ? 0.2 : 0.0);
+      const int blocks = std::max(1, small_blocks_[static_cast<std::size_t>(i)][static_cast<std::size_t>(tt_index)]);
+      const double ctas = std::ceil(static_cast<double>(n_) / (t.rows_tiles * kTileRows)) * t.cluster *
+                          std::ceil(static_cast<double>(m) / (8.0 * tt));
+      const double per_sm = std::ceil(ctas / sm_count_);
+      const double warps_at_once = std::min(per_sm, static_cast<double>(blocks)) * t.warps;
+      const double busiest = per_sm * t.warps * t.rows_tiles * chunks_per_warp * (t.rows_tiles == 2 ? 1.0 + kTwoRowTilesCost : 1.0) *
+                             (t.lean_ring ? 1.0 - kLeanRingGain : 1.0);
+      const double cost = busiest / std::min(warps_at_once, kSaturatingWarps) + kClusterStepCost * (t.cluster - 1);
       if (cost < best_cost) {
         best_cost = cost;
         best = i;

@@ -2,6 +2,7 @@
 // The immutable mm_bf16_fp4 runner of one (device, out dtype, N, K, bucket mapper): its tactic
 // table (small-M shapes x cluster sizes, mid-M token tiles x cluster sizes, then the large-M configs), the default heuristic and the
 // launch of a tactic. Built once per key through a RunnerCache; run() allocates nothing.
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -60,6 +61,9 @@ class MmRunner {
   std::int64_t n_, k_;
   int sm_count_;
   std::vector<MmTactic> tactics_;
+  // Small-M tactics: CTAs resident per SM for token tiles 1, 2, 4, 8 (occupancy calculator, filled
+  // once at construction; 0 where not compiled).
+  std::vector<std::array<int, 4>> small_blocks_;
   tune::RunnerKey key_;
 };
 

@@ -10,6 +10,10 @@ bool launch_small_m_t1(const SmallMParams&, const SmallMShape&, int, bool, cudaS
 bool launch_small_m_t2(const SmallMParams&, const SmallMShape&, int, bool, cudaStream_t);
 bool launch_small_m_t4(const SmallMParams&, const SmallMShape&, int, bool, cudaStream_t);
 bool launch_small_m_t8(const SmallMParams&, const SmallMShape&, int, bool, cudaStream_t);
+int blocks_small_m_t1(const SmallMShape&, int);
+int blocks_small_m_t2(const SmallMShape&, int);
+int blocks_small_m_t4(const SmallMShape&, int);
+int blocks_small_m_t8(const SmallMShape&, int);
 bool compiled_small_m_t1(int, int, bool);
 bool compiled_small_m_t2(int, int, bool);
 bool compiled_small_m_t4(int, int, bool);
@@ -22,6 +26,16 @@ bool small_m_compiled(int rows_tiles, int token_tiles, int warps, bool lean_ring
     case 4: return compiled_small_m_t4(rows_tiles, warps, lean_ring);
     case 8: return compiled_small_m_t8(rows_tiles, warps, lean_ring);
     default: return false;
+  }
+}
+
+int small_m_blocks_per_sm(const SmallMShape& shape, int device) {
+  switch (shape.token_tiles) {
+    case 1: return blocks_small_m_t1(shape, device);
+    case 2: return blocks_small_m_t2(shape, device);
+    case 4: return blocks_small_m_t4(shape, device);
+    case 8: return blocks_small_m_t8(shape, device);
+    default: return 0;
   }
 }
 

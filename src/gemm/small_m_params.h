@@ -86,6 +86,10 @@ constexpr int small_m_smem_bytes(int rows_tiles, int token_tiles, int warps, boo
 // Launches the kernel for `shape` (must be one of the compiled shapes: small_m_compiled()).
 void launch_small_m(const SmallMParams& p, const SmallMShape& shape, int device, bool enable_pdl, void* stream);
 
+// CTAs of a compiled shape resident per SM (occupancy calculator; 0 if not compiled). One-time
+// use: the runner's heuristic tables (it sets the shared-memory opt-in of that kernel).
+int small_m_blocks_per_sm(const SmallMShape& shape, int device);
+
 // Whether (R, T, W) with that ring is compiled.
 bool small_m_compiled(int rows_tiles, int token_tiles, int warps, bool lean_ring = false);
 

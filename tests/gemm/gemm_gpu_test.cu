@@ -210,8 +210,9 @@ TEST_F(GemmGpu, DecodeIsExactForEveryCodeAndScale) {
 
 class GemmGpuEntry : public testing::GpuTest, public ::testing::WithParamInterface<int> {};
 
-// The default tactic at M = 16 (small-M streaming), 48 (fused mid-M kernel) and 100 (the large-M
-// path when it is built, else the mid-M kernel).
+// The default tactic at M = 16 (small-M streaming, lean ring), 48 (small-M with 64-token tiles: N is
+// below the heuristic's kSmallMWideToN) and 100 (the large-M path when it is built, else the mid-M
+// kernel).
 INSTANTIATE_TEST_SUITE_P(DefaultTactics, GemmGpuEntry, ::testing::Values(16, 48, 100));
 
 TEST_P(GemmGpuEntry, PublicEntryGraphCaptureAndPdl) {

@@ -10,7 +10,19 @@ void launch_ring(const SmallMParams& p, const SmallMShape& s, int device, bool e
   if (s.lean_ring) launch_small_m_instance<R, 1, W, true>(p, s.cluster, device, enable_pdl, stream);
   else launch_small_m_instance<R, 1, W, false>(p, s.cluster, device, enable_pdl, stream);
 }
+template <int R, int W>
+int blocks_ring(const SmallMShape& s, int device) {
+  return s.lean_ring ? small_m_blocks_per_sm_instance<R, 1, W, true>(device) : small_m_blocks_per_sm_instance<R, 1, W, false>(device);
+}
 }  // namespace
+
+int blocks_small_m_t1(const SmallMShape& s, int device) {
+  if (s.rows_tiles == 2 && s.warps == 4) return blocks_ring<2, 4>(s, device);
+  if (s.rows_tiles == 2 && s.warps == 8) return blocks_ring<2, 8>(s, device);
+  if (s.rows_tiles == 4 && s.warps == 4) return blocks_ring<4, 4>(s, device);
+  if (s.rows_tiles == 4 && s.warps == 8) return blocks_ring<4, 8>(s, device);
+  return 0;
+}
 
 bool launch_small_m_t1(const SmallMParams& p, const SmallMShape& s, int device, bool enable_pdl, cudaStream_t stream) {
   if (s.rows_tiles == 2 && s.warps == 4) {

@@ -20,6 +20,14 @@ bool launch_small_m_t4(const SmallMParams& p, const SmallMShape& s, int device, 
   return false;
 }
 
+int blocks_small_m_t4(const SmallMShape& s, int device) {
+  if (s.lean_ring) return 0;
+  if (s.rows_tiles == 2 && s.warps == 4) return small_m_blocks_per_sm_instance<2, 4, 4>(device);
+  if (s.rows_tiles == 2 && s.warps == 8) return small_m_blocks_per_sm_instance<2, 4, 8>(device);
+  if (s.rows_tiles == 4 && s.warps == 4) return small_m_blocks_per_sm_instance<4, 4, 4>(device);
+  return 0;
+}
+
 bool compiled_small_m_t4(int rows_tiles, int warps, bool lean_ring) {
   return !lean_ring && ((rows_tiles == 2 && warps == 4) ||
          (rows_tiles == 2 && warps == 8) ||

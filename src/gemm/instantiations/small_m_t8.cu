@@ -12,6 +12,12 @@ bool launch_small_m_t8(const SmallMParams& p, const SmallMShape& s, int device, 
   return false;
 }
 
+int blocks_small_m_t8(const SmallMShape& s, int device) {
+  if (s.lean_ring) return 0;
+  if (s.rows_tiles == 2 && s.warps == 4) return small_m_blocks_per_sm_instance<2, 8, 4>(device);
+  return 0;
+}
+
 bool compiled_small_m_t8(int rows_tiles, int warps, bool lean_ring) {
   return !lean_ring && ((rows_tiles == 2 && warps == 4));
 }

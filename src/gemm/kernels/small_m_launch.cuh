@@ -19,6 +19,16 @@ void allow_small_m_smem(int device) {
   });
 }
 
+// CTAs of this instantiation resident per SM (registers, shared memory), for the heuristic.
+template <int R, int T, int W, bool Lean = false>
+int small_m_blocks_per_sm_instance(int device) {
+  allow_small_m_smem<R, T, W, Lean>(device);
+  int blocks = 0;
+  FASTINFER_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, small_m_kernel<R, T, W, Lean>, W * 32,
+                                                                     SmallMKernel<R, T, W, Lean>::kSmemBytes));
+  return blocks;
+}
+
 template <int R, int T, int W, bool Lean = false>
 void launch_small_m_instance(const SmallMParams& p, int cluster, int device, bool enable_pdl, cudaStream_t stream) {
   using K = SmallMKernel<R, T, W, Lean>;
