@@ -51,7 +51,9 @@ MmRunner::MmRunner(int device, DType out_dtype, std::int64_t n, std::int64_t k, 
       n_(n),
       k_(k),
       sm_count_(device_info(device).sm_count),
-      key_("mm_bf16_fp4", std::string("bf16xnvfp4/v1/out=") + (out_dtype == DType::kFloat16 ? "fp16" : "bf16"),
+      // v2 (session 3): lean-ring tactics shifted the ids of the mid-M and large-M tactics, so tune
+      // caches written for v1 do not apply.
+      key_("mm_bf16_fp4", std::string("bf16xnvfp4/v2/out=") + (out_dtype == DType::kFloat16 ? "fp16" : "bf16"),
            {static_cast<std::int64_t>(out_dtype), n, k}, mapper) {
   for (bool lean : {false, true})
     for (const auto& s : kShapes)
