@@ -4,22 +4,16 @@
 //     H_q = H_{q-1} M_q + B_q,   H_0 = initial state (packed, pool slot, or zero),
 // writing the state entering every chunk (fp32) for stage 4. Rows of H evolve independently, so
 // each (sequence, head) is split across kFixupRowGroups CTAs of kFixupRows rows; each step is an
-// fp32 (32 x 128) x (128 x 128) product with M_q streamed from L2 (the row groups share it).
+// fp32 (8 x 128) x (128 x 128) product with M_c streamed from L2 (the row groups share it).
 // Stage 3 also writes the segment table stage 4 reads (segment = one CP chunk).
 #include "gdn/cp_launch.h"
 #include "gdn/kernels/cp_common_sm90.cuh"
 
 namespace fastinfer::gdn::detail::cp {
 
-// 4 CTAs of 32 rows per (sequence, head): every CTA streams all of M_q per step, so the 16 CTAs
-// of 8 rows before moved 16 x 64 KB per (sequence, head) and step through L2 (~20 us per step at
-// 32 heads on the H200, cp batch 1); now 4 x 64 KB, with both halves of M_q and the B rows
-// loaded at the top of the step (one memory round trip per step).
-inline constexpr int kFixupRows = 32;
-inline constexpr int kFixupRowGroups = kD / kFixupRows;
-inline constexpr int kFixupThreads = 256;
-inline constexpr int kFixupCols = kD * kFixupRows / kFixupThreads;  // 16 columns of one row per thread
-inline constexpr int kFixupQuads = kD / 2 * kD / 4 / kFixupThreads;  // float4s of one half of M per thread
+inline constexpr int kFixupRows = 8;
+inline constexpr int kFixupRowGroups = kD / kFixupRows;  // 16 CTAs per (sequence, head): unmeasured
+inline constexpr int kFixupThreads = 128;                // 16 threads per row, 8 columns each
 
 __device__ inline float load_state_element(const void* base, CpStateType type, std::int64_t i) {
   switch (type) {
@@ -30,14 +24,11 @@ __device__ inline float load_state_element(const void* base, CpStateType type, s
   return 0.f;
 }
 
-__device__ inline void store_row_part(float* out, const float (&x)[kFixupCols]) {
-#pragma unroll
-  for (int j = 0; j < kFixupCols; j += 4) *reinterpret_cast<float4*>(out + j) = make_float4(x[j], x[j + 1], x[j + 2], x[j + 3]);
-}
-
-__global__ void __launch_bounds__(kFixupThreads, 1) fixup_kernel(const CpStageParams p) {
-  __shared__ alignas(16) float rows_k[kFixupRows][kD];  // 16 KB
-  __shared__ alignas(16) float m_half[kD / 2][kD];      // 32 KB: half of M_q, loaded by all threads at once
+__global__ void __launch_bounds__(kFixupThreads) fixup_kernel(const CpStageParams p) {
+  __shared__ alignas(16) float rows_k[kFixupRows][kD];
+  // Half of M_c at a time, loaded by all threads at once: one L2 round trip per half instead of
+  // one per few rows of k (the step was latency-bound at ~16 us on the H200).
+  __shared__ alignas(16) float m_half[kD / 2][kD];
   const int group = blockIdx.x, h = blockIdx.y, n = blockIdx.z;
   wait_for_previous_stage();
   const std::int64_t bos = seq_offset(p, n), eos = seq_offset(p, n + 1);
@@ -60,70 +51,71 @@ __global__ void __launch_bounds__(kFixupThreads, 1) fixup_kernel(const CpStagePa
   // written at every chunk start.
   const int splits = p.map_splits, piece_len = p.chunk_len / splits;
   const int pieces = static_cast<int>(min((eos - bos + piece_len - 1) / piece_len, static_cast<std::int64_t>(p.chunks_per_seq) * splits));
-  const int r = threadIdx.x / (kD / kFixupCols), j0 = (threadIdx.x % (kD / kFixupCols)) * kFixupCols;
-  const int row = group * kFixupRows + r;
+  const int r = threadIdx.x / 16, j0 = (threadIdx.x % 16) * 8, row = group * kFixupRows + r;
 
-  float state[kFixupCols];
+  float state[8];
   const int slot = p.state_indices ? p.state_indices[n] : n;
   if (p.initial_state != nullptr && slot >= 0 && slot < p.initial_state_num_slots) {
     const std::int64_t base = slot * p.initial_state_slot_stride + (static_cast<std::int64_t>(h) * kD + row) * kD + j0;
 #pragma unroll
-    for (int j = 0; j < kFixupCols; ++j) state[j] = load_state_element(p.initial_state, p.initial_state_type, base + j);
+    for (int j = 0; j < 8; ++j) state[j] = load_state_element(p.initial_state, p.initial_state_type, base + j);
   } else {
 #pragma unroll
-    for (int j = 0; j < kFixupCols; ++j) state[j] = 0.f;
+    for (int j = 0; j < 8; ++j) state[j] = 0.f;
   }
 
   for (int q = 0; q < pieces; ++q) {
     if (q % splits == 0) {
       const int c = q / splits;
       const std::int64_t chunk_row = static_cast<std::int64_t>(n) * p.chunks_per_seq + c;
-      store_row_part(p.chunk_states + (chunk_row * p.num_state_heads + h) * kD * kD + row * kD + j0, state);
+      float* entering = p.chunk_states + (chunk_row * p.num_state_heads + h) * kD * kD + row * kD + j0;
+      *reinterpret_cast<float4*>(entering) = make_float4(state[0], state[1], state[2], state[3]);
+      *reinterpret_cast<float4*>(entering + 4) = make_float4(state[4], state[5], state[6], state[7]);
       if (c == chunks - 1 && p.final_states == nullptr) break;
     }
     const std::int64_t map =
         ((static_cast<std::int64_t>(n) * p.chunks_per_seq * splits + q) * p.num_state_heads + h) * kD * kD;
-    // Every load of the step first: B's part of this thread's row and both halves of M_q.
-    float next[kFixupCols];
-    const float4* b = reinterpret_cast<const float4*>(p.map_b + map + row * kD + j0);
+    __syncthreads();  // the previous step's reads of rows_k are done
 #pragma unroll
-    for (int j = 0; j < kFixupCols / 4; ++j) {
-      const float4 v = __ldg(b + j);
-      next[4 * j] = v.x, next[4 * j + 1] = v.y, next[4 * j + 2] = v.z, next[4 * j + 3] = v.w;
-    }
+    for (int j = 0; j < 8; ++j) rows_k[r][j0 + j] = state[j];
+    __syncthreads();
+    const float* b = p.map_b + map + row * kD + j0;
+    const float4 b0 = *reinterpret_cast<const float4*>(b), b1 = *reinterpret_cast<const float4*>(b + 4);
+    float next[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
     const float4* m = reinterpret_cast<const float4*>(p.map_m + map);
-    float4 quads[2][kFixupQuads];
-#pragma unroll
-    for (int half = 0; half < 2; ++half)
-#pragma unroll
-      for (int i = 0; i < kFixupQuads; ++i) quads[half][i] = __ldg(m + half * (kD / 2 * kD / 4) + threadIdx.x + i * kFixupThreads);
-    __syncthreads();  // the previous step's reads of rows_k and m_half are done
-#pragma unroll
-    for (int j = 0; j < kFixupCols; ++j) rows_k[r][j0 + j] = state[j];
-#pragma unroll
+    constexpr int kQuadsPerThread = kD / 2 * kD / 4 / kFixupThreads;
+#pragma unroll 1
     for (int half = 0; half < 2; ++half) {
-      if (half == 1) __syncthreads();  // the first half is no longer read
+      float4 quads[kQuadsPerThread];
 #pragma unroll
-      for (int i = 0; i < kFixupQuads; ++i) reinterpret_cast<float4*>(&m_half[0][0])[threadIdx.x + i * kFixupThreads] = quads[half][i];
+      for (int i = 0; i < kQuadsPerThread; ++i) quads[i] = __ldg(m + half * (kD / 2 * kD / 4) + threadIdx.x + i * kFixupThreads);
+      __syncthreads();  // the previous half is no longer read
+#pragma unroll
+      for (int i = 0; i < kQuadsPerThread; ++i) reinterpret_cast<float4*>(&m_half[0][0])[threadIdx.x + i * kFixupThreads] = quads[i];
       __syncthreads();
-#pragma unroll 4
+#pragma unroll 8
       for (int k = 0; k < kD / 2; ++k) {
         const float hk = rows_k[r][half * (kD / 2) + k];
-#pragma unroll
-        for (int j = 0; j < kFixupCols; j += 4) {
-          const float4 mk = *reinterpret_cast<const float4*>(&m_half[k][j0 + j]);
-          next[j] = fmaf(hk, mk.x, next[j]);
-          next[j + 1] = fmaf(hk, mk.y, next[j + 1]);
-          next[j + 2] = fmaf(hk, mk.z, next[j + 2]);
-          next[j + 3] = fmaf(hk, mk.w, next[j + 3]);
-        }
+        const float4 m0 = *reinterpret_cast<const float4*>(&m_half[k][j0]);
+        const float4 m1 = *reinterpret_cast<const float4*>(&m_half[k][j0 + 4]);
+        next[0] = fmaf(hk, m0.x, next[0]);
+        next[1] = fmaf(hk, m0.y, next[1]);
+        next[2] = fmaf(hk, m0.z, next[2]);
+        next[3] = fmaf(hk, m0.w, next[3]);
+        next[4] = fmaf(hk, m1.x, next[4]);
+        next[5] = fmaf(hk, m1.y, next[5]);
+        next[6] = fmaf(hk, m1.z, next[6]);
+        next[7] = fmaf(hk, m1.w, next[7]);
       }
     }
 #pragma unroll
-    for (int j = 0; j < kFixupCols; ++j) state[j] = next[j];
+    for (int j = 0; j < 8; ++j) state[j] = next[j];
   }
-  if (p.final_states != nullptr)
-    store_row_part(p.final_states + ((static_cast<std::int64_t>(n) * p.num_state_heads + h) * kD + row) * kD + j0, state);
+  if (p.final_states != nullptr) {
+    float* out = p.final_states + ((static_cast<std::int64_t>(n) * p.num_state_heads + h) * kD + row) * kD + j0;
+    *reinterpret_cast<float4*>(out) = make_float4(state[0], state[1], state[2], state[3]);
+    *reinterpret_cast<float4*>(out + 4) = make_float4(state[4], state[5], state[6], state[7]);
+  }
 }
 
 }  // namespace fastinfer::gdn::detail::cp
