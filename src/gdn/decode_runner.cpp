@@ -127,8 +127,9 @@ std::vector<DecodeTactic> decode_tactics(DType act, DType state) {
 }
 
 DecodeTactic choose_decode_tactic(DType state, long long batch, int heads_v, int tokens, const DeviceInfo& device) {
-  // From the H200 sweep of session 2 (fastinfer_bench gdn_decode, heads 16/32, B 1..512, T 1 and
-  // 4, fp32 and bf16 pools; table in docs/GDN_DECODE.md).
+  // From the H200 sweeps of sessions 2 and 3 (fastinfer_bench gdn_decode, heads 16/32, B 1..512,
+  // T 1 and 4, fp32 and bf16 pools; table in docs/GDN_DECODE.md). The tuner (decode_tunable.h)
+  // replaces this per batch bucket once tuned.
   const long long states = batch * heads_v;
   // fp32 pool, one token: the register kernel. Session 3's sweep (H200, heads 16/32 and 16/64):
   // 8 lanes x 4 rows in 2-warp CTAs from 4 states per SM up (B = 32..512: 73-90% of the copy
@@ -136,10 +137,15 @@ DecodeTactic choose_decode_tactic(DType state, long long batch, int heads_v, int
   // 16 x 4 x 2 below (B = 1: 8.4 us, the best).
   if (state == DType::kFloat32 && tokens == 1)
     return states >= 4LL * device.sm_count ? DecodeTactic{8, 4, 2, 0} : DecodeTactic{16, 4, 2, 0};
-  // bf16 pools and MTP windows: the pipelined kernel (whole-state tiles, 8 consumer warps, one CTA
-  // per SM) was the fastest from B = 32 (1024 states, ~8 per SM) up: 3-23% over the best register
-  // tactic. Below 4 states per SM (unmeasured between B = 1 and B = 32) too few tiles per CTA
-  // are left to overlap.
+  // bf16 pools, MTP windows (2..8 tokens), from 4 states per SM: the tensor-core kernel on half
+  // states (session 3, H200, heads 16/32, T = 4: B = 64/256/512 0.0670/0.2350/0.4526 ms against
+  // 0.0672/0.2388/0.4663 for the pipelined kernel, a tie at B = 32).
+  if (state == DType::kBFloat16 && tokens >= 2 && tokens <= kDecodePipelinedMaxTokens && states >= 4LL * device.sm_count)
+    return {4, 2, 4, 2, true};
+  // Otherwise bf16 pools (one token) and fp32 MTP windows: the pipelined kernel (whole-state tiles,
+  // 8 consumer warps, one CTA per SM) was the fastest from B = 32 (1024 states, ~8 per SM) up:
+  // 3-23% over the best register tactic (session 2). Below 4 states per SM (unmeasured between
+  // B = 1 and B = 32) too few tiles per CTA are left to overlap.
   if (tokens <= kDecodePipelinedMaxTokens && states >= 4LL * device.sm_count) return {8, 4, 8, 1};
   // Few states (B = 1: within 0.6 us of the best tactic of each case) and windows of more than 8
   // tokens: 32-row CTAs of 16 lanes per row.
