@@ -48,7 +48,7 @@ std::int64_t cp_map_splits(const CpPlan& plan, int sm_count, bool last_chunk_map
 }
 
 bool should_use_cp(std::int64_t num_seqs, std::int64_t num_state_heads, std::int64_t max_seqlen, int sm_count) {
-  return 2 * num_seqs * num_state_heads < sm_count && max_seqlen >= 2 * kCpMinChunkLen;
+  return 2 * num_seqs * num_state_heads < sm_count && max_seqlen >= kCpAutoMinSeqLen;
 }
 
 }  // namespace fastinfer::gdn::detail

@@ -49,10 +49,13 @@ std::int64_t cp_map_splits(const CpPlan& plan, int sm_count, bool last_chunk_map
 std::int64_t cp_map_splits_at_most(const CpPlan& plan, std::int64_t wanted);
 
 // Whether CP should run (use_cp = Auto): the per-(sequence, head) path keeps fewer than half the
-// SMs busy (so the plan cuts every sequence in >= 2 chunks) and some sequence has >= 1024 tokens.
-// Measured on the H200 (docs/GDN_CP.md): CP wins at N*Hsab = 8..64 from 1k tokens on (16/32 1x1k
-// 0.367 vs 0.456 ms, 2x8k 2.84 vs 4.07 ms) and loses at N*Hsab = 128 (4x8k 4.47 vs 4.03 ms: one
-// chunk per sequence, stages 1-3 are pure overhead), which is FlashInfer's 2 N Hsab < SMs.
+// SMs busy (so the plan cuts every sequence in >= 2 chunks) and some sequence has at least
+// kCpAutoMinSeqLen tokens. Measured on the H200 (docs/GDN_CP.md): CP loses at N*Hsab = 128 (4x8k
+// 4.47 vs 4.03 ms: one chunk per sequence, stages 1-3 are pure overhead), which is FlashInfer's
+// 2 N Hsab < SMs. With the warp-specialised stage 4 (session 3) the plain path won at 16/32 1x1k
+// (0.219 vs 0.265 ms) and CP at 1x2k (0.374 vs 0.445 ms), hence 2048; shorter sequences with
+// fewer heads are unmeasured.
+inline constexpr std::int64_t kCpAutoMinSeqLen = 2048;
 bool should_use_cp(std::int64_t num_seqs, std::int64_t num_state_heads, std::int64_t max_seqlen, int sm_count);
 
 // Whether use_cp = Auto may pick CP at all. On since stage 2 carries its operands as hi + lo pairs

@@ -221,6 +221,8 @@ TEST(GdnCpPlan, AutoRule) {
   EXPECT_TRUE(should_use_cp(1, 32, 8192, 132));
   EXPECT_FALSE(should_use_cp(4, 32, 8192, 132));    // 256 CTAs already fill the GPU
   EXPECT_FALSE(should_use_cp(1, 32, 600, 132));     // too short to cut
+  EXPECT_FALSE(should_use_cp(1, 32, 1024, 132));    // the plain path wins at 1x1k (measured)
+  EXPECT_TRUE(should_use_cp(1, 32, 2048, 132));
   EXPECT_TRUE(should_use_cp(2, 8, 65536, 132));
 }
 
