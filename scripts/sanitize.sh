@@ -11,8 +11,11 @@
 #   SANITIZE_GTEST_FILTER            gtest filter for every tool (default: *)
 #   SANITIZE_RACECHECK_FILTER        gtest filter for racecheck (default: the table below, else *)
 #   SANITIZE_TIMEOUT    seconds per (binary, tool) run (default 900); a timeout is reported, not hidden
+#   SANITIZE_GPUS       run the binaries in this many parallel queues, queue i on GPU i (default 1);
+#                       binaries that need every GPU (gdn_dist) run afterwards with all of them
 #
 #   device run: carry [".deps/cutlass", ".deps/bundle"], command "scripts/gpu-check.sh --tests-only && scripts/sanitize.sh"
+#   (on the 2-GPU machine: SANITIZE_GPUS=2 scripts/sanitize.sh)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-out}
@@ -64,37 +67,61 @@ export FASTINFER_STRESS_CALLS=${FASTINFER_STRESS_CALLS:-100}
 # The graph test's 25 replays per op add nothing under a sanitizer that 2 do not.
 export FASTINFER_GRAPH_REPLAYS=${FASTINFER_GRAPH_REPLAYS:-2}
 
-rc=0
-for bin in "${bins[@]}"; do
-  name=$(basename "$bin")
-  for tool in $TOOLS; do
-    filter=$FILTER
-    extra=()
-    [[ $tool == racecheck ]] && filter=$(racecheck_filter "$name")
-    [[ $tool == memcheck ]] && extra=(--leak-check full)
-    [[ $filter == "-*" ]] && { echo "sanitize: $name $tool skipped (filter)"; continue; }
-    log="$LOGS/$name.$tool.log"
-    start=$(date +%s)
-    timeout "$TIMEOUT" compute-sanitizer --tool "$tool" "${extra[@]}" --error-exitcode 99 --print-limit 20 \
-      "$bin" --gtest_filter="$(without "$filter" "$TIMING_TESTS:$API_ERROR_TESTS")" --gtest_brief=1 >"$log" 2>&1
-    status=$?
-    # The deliberate-API-error tests of this binary (if the filter selects any), API reports off.
-    if [[ $status == 0 ]] && "$bin" --gtest_list_tests --gtest_filter="$(without "$filter" "$TIMING_TESTS")" 2>/dev/null |
-        grep -qE "^  ($(echo "$API_ERROR_TESTS" | sed 's/[^:]*\.//g; s/:/|/g'))"; then
-      timeout "$TIMEOUT" compute-sanitizer --tool "$tool" "${extra[@]}" --report-api-errors no --error-exitcode 99 \
-        --print-limit 20 "$bin" --gtest_filter="$API_ERROR_TESTS" --gtest_brief=1 >>"$log" 2>&1
+sanitize_binaries() {  # binaries...; returns 1 if any run was not clean
+  local rc=0 bin name tool filter extra log start status secs summary why
+  for bin in "$@"; do
+    name=$(basename "$bin")
+    for tool in $TOOLS; do
+      filter=$FILTER
+      extra=()
+      [[ $tool == racecheck ]] && filter=$(racecheck_filter "$name")
+      [[ $tool == memcheck ]] && extra=(--leak-check full)
+      [[ $filter == "-*" ]] && { echo "sanitize: $name $tool skipped (filter)"; continue; }
+      log="$LOGS/$name.$tool.log"
+      start=$(date +%s)
+      timeout "$TIMEOUT" compute-sanitizer --tool "$tool" "${extra[@]}" --error-exitcode 99 --print-limit 20 \
+        "$bin" --gtest_filter="$(without "$filter" "$TIMING_TESTS:$API_ERROR_TESTS")" --gtest_brief=1 >"$log" 2>&1
       status=$?
-    fi
-    secs=$(( $(date +%s) - start ))
-    summary=$(grep -E "ERROR SUMMARY|LEAK SUMMARY|RACECHECK SUMMARY" "$log" | tail -1)
-    if [[ $status == 0 ]]; then
-      echo "sanitize: $name $tool clean (${secs}s) ${summary}"
-    else
-      [[ $status == 124 ]] && why="TIMEOUT after ${TIMEOUT}s" || why="FAILED (exit $status)"
-      echo "sanitize: $name $tool $why (${secs}s) ${summary}"
-      grep -E "^========= (Invalid|Race|Barrier|Program hit|Leaked|Error|Warning|    at)|FAILED|Failure" "$log" | head -12 | sed 's/^/    /'
-      rc=1
-    fi
+      # The deliberate-API-error tests of this binary (if the filter selects any), API reports off.
+      if [[ $status == 0 ]] && "$bin" --gtest_list_tests --gtest_filter="$(without "$filter" "$TIMING_TESTS")" 2>/dev/null |
+          grep -qE "^  ($(echo "$API_ERROR_TESTS" | sed 's/[^:]*\.//g; s/:/|/g'))"; then
+        timeout "$TIMEOUT" compute-sanitizer --tool "$tool" "${extra[@]}" --report-api-errors no --error-exitcode 99 \
+          --print-limit 20 "$bin" --gtest_filter="$API_ERROR_TESTS" --gtest_brief=1 >>"$log" 2>&1
+        status=$?
+      fi
+      secs=$(( $(date +%s) - start ))
+      summary=$(grep -E "ERROR SUMMARY|LEAK SUMMARY|RACECHECK SUMMARY" "$log" | tail -1)
+      if [[ $status == 0 ]]; then
+        echo "sanitize: $name $tool clean (${secs}s) ${summary}"
+      else
+        [[ $status == 124 ]] && why="TIMEOUT after ${TIMEOUT}s" || why="FAILED (exit $status)"
+        echo "sanitize: $name $tool $why (${secs}s) ${summary}"
+        grep -E "^========= (Invalid|Race|Barrier|Program hit|Leaked|Error|Warning|    at)|FAILED|Failure" "$log" | head -12 | sed 's/^/    /'
+        rc=1
+      fi
+    done
   done
+  return $rc
+}
+
+GPUS=${SANITIZE_GPUS:-1}
+if ((GPUS <= 1)); then
+  sanitize_binaries "${bins[@]}"
+  exit $?
+fi
+all_gpus=() queues=()
+for ((g = 0; g < GPUS; ++g)); do queues[g]=""; done
+i=0
+for bin in "${bins[@]}"; do
+  if [[ $(basename "$bin") == gdn_dist_gpu_tests ]]; then all_gpus+=("$bin"); continue; fi
+  queues[i % GPUS]+="$bin "; i=$((i + 1))
 done
+pids=()
+for ((g = 0; g < GPUS; ++g)); do
+  # shellcheck disable=SC2086
+  (export CUDA_VISIBLE_DEVICES=$g; sanitize_binaries ${queues[g]}) & pids+=($!)
+done
+rc=0
+for p in "${pids[@]}"; do wait "$p" || rc=1; done
+((${#all_gpus[@]})) && { sanitize_binaries "${all_gpus[@]}" || rc=1; }
 exit $rc
