@@ -155,17 +155,19 @@ std::vector<double> block_inverse(const gdn::PrefillArgs& args, CpLayout layout,
     }
   return out;
 }
-}  // namespace
 
-void gdn_cp_chunk_maps_ref(const gdn::PrefillArgs& args, CpLayout layout, const std::vector<double>& inverse,
-                           std::vector<double>& m, std::vector<double>& b) {
+// The stage-2 loop shared by the exact reference and its rounding mirror: sizes m and b, and for
+// every (sequence, CP chunk, head) starts [M; B] at [I; 0] and hands each 64-token block of the
+// chunk (loaded, with its Tinv) to compose(M, B, blk, Tinv), which folds the block's map in.
+template <class Compose>
+void for_each_chunk_block(const gdn::PrefillArgs& args, CpLayout layout, const std::vector<double>& inverse,
+                          std::vector<double>& m, std::vector<double>& b, Compose&& compose) {
   const Shape s = shape_of(args);
   const std::int64_t cps = layout.chunks_per_seq, bps = layout.blocks_per_seq(), bpc = layout.chunk_len / C;
   const std::size_t map_count = static_cast<std::size_t>(s.n_seqs * cps * s.hsab * D * D);
   m.resize(map_count, 0.0);
   b.resize(map_count, 0.0);
   Block blk;
-  std::vector<double> TK(C * D), TVd(C * D), next(D * D);
   for (std::int64_t n = 0; n < s.n_seqs; ++n)
     for (std::int64_t c = 0; c < cps; ++c) {
       const std::int64_t c0 = s.cu[n] + c * layout.chunk_len;
@@ -179,121 +181,107 @@ void gdn_cp_chunk_maps_ref(const gdn::PrefillArgs& args, CpLayout layout, const 
           if (t0 >= s.cu[n + 1]) break;
           const int len = static_cast<int>(std::min<std::int64_t>(C, s.cu[n + 1] - t0));
           load_block(args, s, t0, len, h, blk);
-          const double* Tinv = &inverse[static_cast<std::size_t>(((n * bps + c * bpc + bl) * s.hsab + h) * C * C)];
-          const double gL = blk.G[C - 1];
-          // TK = T K and TVd = T diag(exp(gL - G)) V with T = Tinv diag(beta).
-          for (int i = 0; i < C; ++i)
-            for (int d = 0; d < D; ++d) {
-              double tk = 0, tv = 0;
-              for (int j = 0; j <= i; ++j) {
-                const double t = Tinv[i * C + j] * blk.beta[j];
-                tk += t * blk.K[j * D + d];
-                tv += t * std::exp(gL - blk.G[j]) * blk.V[j * D + d];
-              }
-              TK[i * D + d] = tk;
-              TVd[i * D + d] = tv;
-            }
-          // Block map: P = exp(gL) (I - TK^T K), Bv = TVd^T K. Compose: M <- M P, B <- B P + Bv.
-          for (double* X : {M, B}) {
-            for (int r = 0; r < D; ++r) {
-              double y[C];
-              for (int i = 0; i < C; ++i) {
-                double dot = 0;
-                for (int d = 0; d < D; ++d) dot += X[r * D + d] * TK[i * D + d];
-                y[i] = dot;
-              }
-              for (int col = 0; col < D; ++col) {
-                double acc = X[r * D + col];
-                for (int i = 0; i < C; ++i) acc -= y[i] * blk.K[i * D + col];
-                next[r * D + col] = std::exp(gL) * acc;
-              }
-            }
-            std::copy(next.begin(), next.end(), X);
-          }
-          for (int r = 0; r < D; ++r)
-            for (int col = 0; col < D; ++col) {
-              double acc = 0;
-              for (int i = 0; i < C; ++i) acc += TVd[i * D + r] * blk.K[i * D + col];
-              B[r * D + col] += acc;
-            }
+          compose(M, B, blk, &inverse[static_cast<std::size_t>(((n * bps + c * bpc + bl) * s.hsab + h) * C * C)]);
         }
       }
     }
 }
+}  // namespace
 
+void gdn_cp_chunk_maps_ref(const gdn::PrefillArgs& args, CpLayout layout, const std::vector<double>& inverse,
+                           std::vector<double>& m, std::vector<double>& b) {
+  std::vector<double> TK(C * D), TVd(C * D), next(D * D);
+  for_each_chunk_block(args, layout, inverse, m, b, [&](double* M, double* B, Block& blk, const double* Tinv) {
+    const double gL = blk.G[C - 1];
+    // TK = T K and TVd = T diag(exp(gL - G)) V with T = Tinv diag(beta).
+    for (int i = 0; i < C; ++i)
+      for (int d = 0; d < D; ++d) {
+        double tk = 0, tv = 0;
+        for (int j = 0; j <= i; ++j) {
+          const double t = Tinv[i * C + j] * blk.beta[j];
+          tk += t * blk.K[j * D + d];
+          tv += t * std::exp(gL - blk.G[j]) * blk.V[j * D + d];
+        }
+        TK[i * D + d] = tk;
+        TVd[i * D + d] = tv;
+      }
+    // Block map: P = exp(gL) (I - TK^T K), Bv = TVd^T K. Compose: M <- M P, B <- B P + Bv.
+    for (double* X : {M, B}) {
+      for (int r = 0; r < D; ++r) {
+        double y[C];
+        for (int i = 0; i < C; ++i) {
+          double dot = 0;
+          for (int d = 0; d < D; ++d) dot += X[r * D + d] * TK[i * D + d];
+          y[i] = dot;
+        }
+        for (int col = 0; col < D; ++col) {
+          double acc = X[r * D + col];
+          for (int i = 0; i < C; ++i) acc -= y[i] * blk.K[i * D + col];
+          next[r * D + col] = std::exp(gL) * acc;
+        }
+      }
+      std::copy(next.begin(), next.end(), X);
+    }
+    for (int r = 0; r < D; ++r)
+      for (int col = 0; col < D; ++col) {
+        double acc = 0;
+        for (int i = 0; i < C; ++i) acc += TVd[i * D + r] * blk.K[i * D + col];
+        B[r * D + col] += acc;
+      }
+  });
+}
 
 void gdn_cp_chunk_maps_mirror(const gdn::PrefillArgs& args, CpLayout layout, const std::vector<double>& inverse,
                               std::vector<double>& m, std::vector<double>& b, bool hi_lo) {
-  const Shape s = shape_of(args);
   const Round16 r16{args.k.dtype};
-  const std::int64_t cps = layout.chunks_per_seq, bps = layout.blocks_per_seq(), bpc = layout.chunk_len / C;
-  const std::size_t map_count = static_cast<std::size_t>(s.n_seqs * cps * s.hsab * D * D);
-  m.resize(map_count, 0.0);
-  b.resize(map_count, 0.0);
-  Block blk;
   // Tk, Tv: T and T diag(exp(gL - G)) as hi + lo sums; A (= T K) hi + lo sum and its lo part;
   // Ud = T diag(exp(gL - G)) V in fp32; X: the rows of M or B split hi + lo.
   std::vector<double> Tk(C * C), Tv(C * C), A(C * D), A_lo(C * D), Ud(C * D), X_hi(D * D), X_lo(D * D), next(D * D);
-  for (std::int64_t n = 0; n < s.n_seqs; ++n)
-    for (std::int64_t c = 0; c < cps; ++c) {
-      const std::int64_t c0 = s.cu[n] + c * layout.chunk_len;
-      if (c0 >= s.cu[n + 1]) break;
-      for (std::int64_t h = 0; h < s.hsab; ++h) {
-        double* M = &m[static_cast<std::size_t>(((n * cps + c) * s.hsab + h) * D * D)];
-        double* B = &b[static_cast<std::size_t>(((n * cps + c) * s.hsab + h) * D * D)];
-        for (int i = 0; i < D * D; ++i) M[i] = (i / D == i % D) ? 1.0 : 0.0, B[i] = 0.0;
-        for (std::int64_t bl = 0; bl < bpc; ++bl) {
-          const std::int64_t t0 = c0 + bl * C;
-          if (t0 >= s.cu[n + 1]) break;
-          const int len = static_cast<int>(std::min<std::int64_t>(C, s.cu[n + 1] - t0));
-          load_block(args, s, t0, len, h, blk);
-          round_rows(args.k.dtype, blk.K);  // the kernel's K tile (V is the exact input)
-          const double* Tinv = &inverse[static_cast<std::size_t>(((n * bps + c * bpc + bl) * s.hsab + h) * C * C)];
-          const double gL = blk.G[C - 1], decay = f32(std::exp(gL));
-          for (int i = 0; i < C; ++i)
-            for (int j = 0; j < C; ++j) {
-              const double t_beta = f32(f32(Tinv[i * C + j]) * blk.beta[j]);
-              const double t_gated = f32(t_beta * std::exp(gL - blk.G[j]));
-              double hi, lo;
-              split16(r16, t_beta, hi_lo, hi, lo);
-              Tk[i * C + j] = hi + lo;
-              split16(r16, t_gated, hi_lo, hi, lo);
-              Tv[i * C + j] = hi + lo;
-            }
-          for (int i = 0; i < C; ++i)
-            for (int d = 0; d < D; ++d) {
-              double tk = 0, tv = 0;
-              for (int j = 0; j < C; ++j) tk += Tk[i * C + j] * blk.K[j * D + d], tv += Tv[i * C + j] * blk.V[j * D + d];
-              double hi, lo;
-              split16(r16, f32(tk), hi_lo, hi, lo);
-              A[i * D + d] = hi + lo;
-              A_lo[i * D + d] = lo;
-              Ud[i * D + d] = f32(tv);
-            }
-          for (double* X : {M, B}) {
-            for (int i = 0; i < D * D; ++i) split16(r16, X[i], hi_lo, X_hi[i], X_lo[i]);
-            for (int row = 0; row < D; ++row) {
-              double z[C];
-              for (int i = 0; i < C; ++i) {
-                double y = 0;  // X_hi A_hi + X_lo A_hi + X_hi A_lo = (X_hi + X_lo)(A_hi + A_lo) - X_lo A_lo
-                for (int d = 0; d < D; ++d)
-                  y += (X_hi[row * D + d] + X_lo[row * D + d]) * A[i * D + d] - X_lo[row * D + d] * A_lo[i * D + d];
-                const double zf = f32((X == B ? Ud[i * D + row] : 0.0) - decay * f32(y));
-                double hi, lo;
-                split16(r16, zf, hi_lo, hi, lo);
-                z[i] = hi + lo;
-              }
-              for (int col = 0; col < D; ++col) {
-                double acc = f32(decay * X[row * D + col]);
-                for (int i = 0; i < C; ++i) acc += z[i] * blk.K[i * D + col];
-                next[row * D + col] = f32(acc);
-              }
-            }
-            std::copy(next.begin(), next.end(), X);
-          }
+  for_each_chunk_block(args, layout, inverse, m, b, [&](double* M, double* B, Block& blk, const double* Tinv) {
+    round_rows(args.k.dtype, blk.K);  // the kernel's K tile (V is the exact input)
+    const double gL = blk.G[C - 1], decay = f32(std::exp(gL));
+    for (int i = 0; i < C; ++i)
+      for (int j = 0; j < C; ++j) {
+        const double t_beta = f32(f32(Tinv[i * C + j]) * blk.beta[j]);
+        const double t_gated = f32(t_beta * std::exp(gL - blk.G[j]));
+        double hi, lo;
+        split16(r16, t_beta, hi_lo, hi, lo);
+        Tk[i * C + j] = hi + lo;
+        split16(r16, t_gated, hi_lo, hi, lo);
+        Tv[i * C + j] = hi + lo;
+      }
+    for (int i = 0; i < C; ++i)
+      for (int d = 0; d < D; ++d) {
+        double tk = 0, tv = 0;
+        for (int j = 0; j < C; ++j) tk += Tk[i * C + j] * blk.K[j * D + d], tv += Tv[i * C + j] * blk.V[j * D + d];
+        double hi, lo;
+        split16(r16, f32(tk), hi_lo, hi, lo);
+        A[i * D + d] = hi + lo;
+        A_lo[i * D + d] = lo;
+        Ud[i * D + d] = f32(tv);
+      }
+    for (double* X : {M, B}) {
+      for (int i = 0; i < D * D; ++i) split16(r16, X[i], hi_lo, X_hi[i], X_lo[i]);
+      for (int row = 0; row < D; ++row) {
+        double z[C];
+        for (int i = 0; i < C; ++i) {
+          double y = 0;  // X_hi A_hi + X_lo A_hi + X_hi A_lo = (X_hi + X_lo)(A_hi + A_lo) - X_lo A_lo
+          for (int d = 0; d < D; ++d)
+            y += (X_hi[row * D + d] + X_lo[row * D + d]) * A[i * D + d] - X_lo[row * D + d] * A_lo[i * D + d];
+          const double zf = f32((X == B ? Ud[i * D + row] : 0.0) - decay * f32(y));
+          double hi, lo;
+          split16(r16, zf, hi_lo, hi, lo);
+          z[i] = hi + lo;
+        }
+        for (int col = 0; col < D; ++col) {
+          double acc = f32(decay * X[row * D + col]);
+          for (int i = 0; i < C; ++i) acc += z[i] * blk.K[i * D + col];
+          next[row * D + col] = f32(acc);
         }
       }
+      std::copy(next.begin(), next.end(), X);
     }
+  });
 }
 
 void gdn_cp_fixup_ref(const gdn::PrefillArgs& args, CpLayout layout, const std::vector<double>& m,
