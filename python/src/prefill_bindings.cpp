@@ -7,6 +7,7 @@
 #include "bindings.h"
 #include "fastinfer/error.h"
 #include "fastinfer/gdn.h"
+#include "prefill_args.h"
 #include "python_args.h"
 #include "tensor_conversion.h"
 
@@ -37,11 +38,7 @@ nb::object prefill(nb::handle q, nb::handle k, nb::handle v, nb::handle g, nb::h
     throw Error(Error::Kind::kValue, "chunk_gated_delta_rule: cu_seqlens must be given (packed varlen input)");
   ArrayArgs arrays;  // before the GIL release: destroyed with the GIL held
   gdn::PrefillArgs args;
-  args.q = arrays.view(q, "q");
-  args.v = arrays.view(v, "v");
-  args.cu_seqlens = arrays.view(cu_seqlens, "cu_seqlens");
-  args.state_indices = arrays.optional_view(state_indices, "state_indices");
-  args.initial_state = arrays.optional_view(initial_state, "initial_state");
+  view_prefill_inputs(arrays, args, q, v, cu_seqlens, state_indices, initial_state);
   // Shapes of outputs to allocate; gdn::prefill names any bad input shape afterwards.
   const std::int64_t hsab = std::max(args.q.ndim > 1 ? args.q.shape[1] : 0, args.v.ndim > 1 ? args.v.shape[1] : 0);
   nb::object out = nb::borrow(output), out_state = nb::borrow(output_state);
@@ -53,13 +50,8 @@ nb::object prefill(nb::handle q, nb::handle k, nb::handle v, nb::handle g, nb::h
                                : (args.cu_seqlens.ndim > 0 ? args.cu_seqlens.shape[0] - 1 : 0);
     out_state = empty_like(q, {n, hsab, kHeadDim, kHeadDim}, /*float32=*/true);
   }
-  args.k = arrays.view(k, "k");
-  args.output = arrays.view(out, "output");
-  args.alpha = arrays.optional_view(g, "g");
-  args.beta = arrays.optional_view(beta, "beta");
-  args.scale = to_float(scale, 0.0f);
-  args.use_qk_l2norm = truthy(use_qk_l2norm_in_kernel);
-  args.output_state = arrays.optional_view(out_state, "output_state");
+  view_prefill_operands(arrays, args, k, out, g, beta, to_float(scale, 0.0f), truthy(use_qk_l2norm_in_kernel),
+                        out_state);
   args.checkpoint_every_n_tokens = static_cast<int>(to_int(checkpoint_every_n_tokens));
   args.state_checkpoints = arrays.optional_view(state_checkpoints, "state_checkpoints");
   args.checkpoint_cu_starts = arrays.optional_view(checkpoint_cu_starts, "checkpoint_cu_starts");
