@@ -8,6 +8,7 @@
 #include <cuda_runtime.h>
 
 #include "dist/affine_chain.h"
+#include "gdn/kernels/affine_step_sm90.cuh"
 #include "runtime/cuda_check.h"
 
 namespace fastinfer::dist::detail {
@@ -75,32 +76,7 @@ __global__ void __launch_bounds__(kThreads) affine_chain_kernel(const AffineChai
       next[0] = b0.x, next[1] = b0.y, next[2] = b0.z, next[3] = b0.w;
       next[4] = b1.x, next[5] = b1.y, next[6] = b1.z, next[7] = b1.w;
     }
-    const float4* m = reinterpret_cast<const float4*>(p.step_m + map);
-    constexpr int kQuadsPerThread = kD / 2 * kD / 4 / kThreads;
-#pragma unroll 1
-    for (int half = 0; half < 2; ++half) {
-      float4 quads[kQuadsPerThread];
-#pragma unroll
-      for (int i = 0; i < kQuadsPerThread; ++i) quads[i] = __ldg(m + half * (kD / 2 * kD / 4) + threadIdx.x + i * kThreads);
-      __syncthreads();  // rows_k is written; the previous half is no longer read
-#pragma unroll
-      for (int i = 0; i < kQuadsPerThread; ++i) reinterpret_cast<float4*>(&m_half[0][0])[threadIdx.x + i * kThreads] = quads[i];
-      __syncthreads();
-#pragma unroll 8
-      for (int k = 0; k < kD / 2; ++k) {
-        const float xk = rows_k[r][half * (kD / 2) + k];
-        const float4 m0 = *reinterpret_cast<const float4*>(&m_half[k][j0]);
-        const float4 m1 = *reinterpret_cast<const float4*>(&m_half[k][j0 + 4]);
-        next[0] = fmaf(xk, m0.x, next[0]);
-        next[1] = fmaf(xk, m0.y, next[1]);
-        next[2] = fmaf(xk, m0.z, next[2]);
-        next[3] = fmaf(xk, m0.w, next[3]);
-        next[4] = fmaf(xk, m1.x, next[4]);
-        next[5] = fmaf(xk, m1.y, next[5]);
-        next[6] = fmaf(xk, m1.z, next[6]);
-        next[7] = fmaf(xk, m1.w, next[7]);
-      }
-    }
+    gdn::detail::accumulate_row_times_map<kThreads>(rows_k, m_half, reinterpret_cast<const float4*>(p.step_m + map), r, j0, next);
 #pragma unroll
     for (int j = 0; j < 8; ++j) x[j] = next[j];
   }

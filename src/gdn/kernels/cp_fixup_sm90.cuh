@@ -7,6 +7,7 @@
 // fp32 (8 x 128) x (128 x 128) product with M_c streamed from L2 (the row groups share it).
 // Stage 3 also writes the segment table stage 4 reads (segment = one CP chunk).
 #include "gdn/cp_launch.h"
+#include "gdn/kernels/affine_step_sm90.cuh"
 #include "gdn/kernels/cp_common_sm90.cuh"
 
 namespace fastinfer::gdn::detail::cp {
@@ -82,32 +83,7 @@ __global__ void __launch_bounds__(kFixupThreads) fixup_kernel(const CpStageParam
     const float* b = p.map_b + map + row * kD + j0;
     const float4 b0 = *reinterpret_cast<const float4*>(b), b1 = *reinterpret_cast<const float4*>(b + 4);
     float next[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
-    const float4* m = reinterpret_cast<const float4*>(p.map_m + map);
-    constexpr int kQuadsPerThread = kD / 2 * kD / 4 / kFixupThreads;
-#pragma unroll 1
-    for (int half = 0; half < 2; ++half) {
-      float4 quads[kQuadsPerThread];
-#pragma unroll
-      for (int i = 0; i < kQuadsPerThread; ++i) quads[i] = __ldg(m + half * (kD / 2 * kD / 4) + threadIdx.x + i * kFixupThreads);
-      __syncthreads();  // the previous half is no longer read
-#pragma unroll
-      for (int i = 0; i < kQuadsPerThread; ++i) reinterpret_cast<float4*>(&m_half[0][0])[threadIdx.x + i * kFixupThreads] = quads[i];
-      __syncthreads();
-#pragma unroll 8
-      for (int k = 0; k < kD / 2; ++k) {
-        const float hk = rows_k[r][half * (kD / 2) + k];
-        const float4 m0 = *reinterpret_cast<const float4*>(&m_half[k][j0]);
-        const float4 m1 = *reinterpret_cast<const float4*>(&m_half[k][j0 + 4]);
-        next[0] = fmaf(hk, m0.x, next[0]);
-        next[1] = fmaf(hk, m0.y, next[1]);
-        next[2] = fmaf(hk, m0.z, next[2]);
-        next[3] = fmaf(hk, m0.w, next[3]);
-        next[4] = fmaf(hk, m1.x, next[4]);
-        next[5] = fmaf(hk, m1.y, next[5]);
-        next[6] = fmaf(hk, m1.z, next[6]);
-        next[7] = fmaf(hk, m1.w, next[7]);
-      }
-    }
+    accumulate_row_times_map<kFixupThreads>(rows_k, m_half, reinterpret_cast<const float4*>(p.map_m + map), r, j0, next);
 #pragma unroll
     for (int j = 0; j < 8; ++j) state[j] = next[j];
   }
