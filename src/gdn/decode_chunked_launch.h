@@ -1,7 +1,8 @@
 #pragma once
 // The tensor-core (chunked) decode kernel for bf16 pools (kernels/decode_chunked_sm90.cuh):
-// kWarps = 8 consumer warps on whole states, one CTA per SM, or 4 on half states, two CTAs per SM
-// (+ a producer warp each); more than 8 tokens run on the register kernel 8 x 4 (4 warps).
+// kWarps = 8 consumer warps on whole states, one CTA per SM, or 4 on half states, two or three
+// CTAs per SM (+ a producer warp each; three only up to 4 tokens, 5..8 tokens run on two); more
+// than 8 tokens run on the register kernel 8 x 4 (4 warps).
 // Instantiated in instantiations/decode_<act>_bf16state_chunked.cu.
 // No CUDA headers here.
 #include "fastinfer/context.h"
@@ -10,12 +11,14 @@
 
 namespace fastinfer::gdn {
 
-template <DType kAct, int kWarps>
+template <DType kAct, int kWarps, int kCtasPerSm>
 void launch_decode_chunked_sm90(const DecodeParams& params, Stream stream);
 
-extern template void launch_decode_chunked_sm90<DType::kBFloat16, 8>(const DecodeParams&, Stream);
-extern template void launch_decode_chunked_sm90<DType::kBFloat16, 4>(const DecodeParams&, Stream);
-extern template void launch_decode_chunked_sm90<DType::kFloat16, 8>(const DecodeParams&, Stream);
-extern template void launch_decode_chunked_sm90<DType::kFloat16, 4>(const DecodeParams&, Stream);
+extern template void launch_decode_chunked_sm90<DType::kBFloat16, 8, 1>(const DecodeParams&, Stream);
+extern template void launch_decode_chunked_sm90<DType::kBFloat16, 4, 2>(const DecodeParams&, Stream);
+extern template void launch_decode_chunked_sm90<DType::kBFloat16, 4, 3>(const DecodeParams&, Stream);
+extern template void launch_decode_chunked_sm90<DType::kFloat16, 8, 1>(const DecodeParams&, Stream);
+extern template void launch_decode_chunked_sm90<DType::kFloat16, 4, 2>(const DecodeParams&, Stream);
+extern template void launch_decode_chunked_sm90<DType::kFloat16, 4, 3>(const DecodeParams&, Stream);
 
 }  // namespace fastinfer::gdn

@@ -52,12 +52,15 @@ const std::array<std::array<PipelinedEntry, 4>, 4> kPipelined = {
     pipelined_for<DType::kBFloat16, DType::kFloat32>(), pipelined_for<DType::kBFloat16, DType::kBFloat16>(),
     pipelined_for<DType::kFloat16, DType::kFloat32>(), pipelined_for<DType::kFloat16, DType::kBFloat16>()};
 
-// The tensor-core kernel (bf16 pools only): whole states with 8 warps, half states with 4 warps.
-const std::array<PipelinedEntry, 4> kChunked = {{
-    {DType::kBFloat16, DType::kBFloat16, {4, 2, 8, 1, true}, &launch_decode_chunked_sm90<DType::kBFloat16, 8>},
-    {DType::kBFloat16, DType::kBFloat16, {4, 2, 4, 2, true}, &launch_decode_chunked_sm90<DType::kBFloat16, 4>},
-    {DType::kFloat16, DType::kBFloat16, {4, 2, 8, 1, true}, &launch_decode_chunked_sm90<DType::kFloat16, 8>},
-    {DType::kFloat16, DType::kBFloat16, {4, 2, 4, 2, true}, &launch_decode_chunked_sm90<DType::kFloat16, 4>},
+// The tensor-core kernel (bf16 pools only): whole states with 8 warps, half states with 4 warps
+// (two or three CTAs per SM).
+const std::array<PipelinedEntry, 6> kChunked = {{
+    {DType::kBFloat16, DType::kBFloat16, {4, 2, 8, 1, true}, &launch_decode_chunked_sm90<DType::kBFloat16, 8, 1>},
+    {DType::kBFloat16, DType::kBFloat16, {4, 2, 4, 2, true}, &launch_decode_chunked_sm90<DType::kBFloat16, 4, 2>},
+    {DType::kBFloat16, DType::kBFloat16, {4, 2, 4, 3, true}, &launch_decode_chunked_sm90<DType::kBFloat16, 4, 3>},
+    {DType::kFloat16, DType::kBFloat16, {4, 2, 8, 1, true}, &launch_decode_chunked_sm90<DType::kFloat16, 8, 1>},
+    {DType::kFloat16, DType::kBFloat16, {4, 2, 4, 2, true}, &launch_decode_chunked_sm90<DType::kFloat16, 4, 2>},
+    {DType::kFloat16, DType::kBFloat16, {4, 2, 4, 3, true}, &launch_decode_chunked_sm90<DType::kFloat16, 4, 3>},
 }};
 
 // The register kernel takes any warp count whose CTA rows divide a state.
@@ -139,9 +142,11 @@ DecodeTactic choose_decode_tactic(DType state, long long batch, int heads_v, int
     return states >= 4LL * device.sm_count ? DecodeTactic{8, 4, 2, 0} : DecodeTactic{16, 4, 2, 0};
   // bf16 pools, MTP windows (2..8 tokens), from 4 states per SM: the tensor-core kernel on half
   // states (session 3, H200, heads 16/32, T = 4: B = 64/256/512 0.0670/0.2350/0.4526 ms against
-  // 0.0672/0.2388/0.4663 for the pipelined kernel, a tie at B = 32).
+  // 0.0672/0.2388/0.4663 for the pipelined kernel, a tie at B = 32). Up to 4 tokens with three
+  // CTAs per SM (session 4, same shapes, T = 4: B = 32/64/256/512 0.0359/0.0602/0.2044/0.4003 ms
+  // against 0.0383/0.0673/0.2355/0.4553 with two); T = 2, 3 unmeasured (the same kernel).
   if (state == DType::kBFloat16 && tokens >= 2 && tokens <= kDecodePipelinedMaxTokens && states >= 4LL * device.sm_count)
-    return {4, 2, 4, 2, true};
+    return tokens <= 4 ? DecodeTactic{4, 2, 4, 3, true} : DecodeTactic{4, 2, 4, 2, true};
   // Otherwise bf16 pools (one token) and fp32 MTP windows: the pipelined kernel (whole-state tiles,
   // 8 consumer warps, one CTA per SM) was the fastest from B = 32 (1024 states, ~8 per SM) up:
   // 3-23% over the best register tactic (session 2). Below 4 states per SM (unmeasured between

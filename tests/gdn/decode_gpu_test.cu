@@ -365,13 +365,14 @@ TEST_F(GdnDecodeGpuExtra, PipelinedTacticsOnLargeBatches) {
 // The tensor-core kernel (bf16 pools): gates that underflow the decay products and saturate beta,
 // every window length it stages (1..8, fp32 intermediate states), and bit-identical repeats.
 TEST_F(GdnDecodeGpuExtra, ChunkedKernelGatesWindowsAndDeterminism) {
-  for (const gdn::DecodeTactic& chunked : {gdn::DecodeTactic{4, 2, 8, 1, true}, gdn::DecodeTactic{4, 2, 4, 2, true}})
+  for (const gdn::DecodeTactic& chunked :
+       {gdn::DecodeTactic{4, 2, 8, 1, true}, gdn::DecodeTactic{4, 2, 4, 2, true}, gdn::DecodeTactic{4, 2, 4, 3, true}})
   for (DType act : {DType::kBFloat16, DType::kFloat16}) {
     const gdn::DecodeConfig config{act, DType::kBFloat16, chunked};
     ASSERT_TRUE(gdn::DecodeRunner::can_implement(config));
     for (int T : {1, 2, 3, 4, 5, 6, 7, 8}) {
       SCOPED_TRACE("T " + std::to_string(T) + (act == DType::kFloat16 ? " fp16" : " bf16") + " warps " +
-                   std::to_string(chunked.warps));
+                   std::to_string(chunked.warps) + " ctas/SM " + std::to_string(chunked.ctas_per_sm));
       DecodeShape s = shape(6, T, 4, 8, DType::kBFloat16);
       s.act = act;
       s.with_intermediate = T % 2 == 1; s.padded = 1; s.out_of_place = T % 3 == 0;
@@ -388,21 +389,24 @@ TEST_F(GdnDecodeGpuExtra, ChunkedKernelGatesWindowsAndDeterminism) {
     }
   }
   // Determinism: the same call twice (out of place, so the input stays) gives the same bytes.
-  DecodeShape s = shape(300, 4, 16, 32, DType::kBFloat16);
-  s.out_of_place = true; s.padded = 7;
-  const DecodeProblem p = make_decode_problem(s, 4100);
-  DeviceProblem dev(p);
-  auto runner = gdn::decode_runner({DType::kBFloat16, DType::kBFloat16, gdn::DecodeTactic{4, 2, 4, 2, true}});
-  DecodeProblem first = p, second = p;
-  runner->run(gdn::make_decode_params(dev.args), nullptr);
-  CUDA_OK(cudaDeviceSynchronize());
-  dev.download_into(first);
-  CUDA_OK(cudaMemset(dev.output.ptr, 0xff, p.output.nbytes()));
-  runner->run(gdn::make_decode_params(dev.args), nullptr);
-  CUDA_OK(cudaDeviceSynchronize());
-  dev.download_into(second);
-  EXPECT_TRUE(same_bytes(first.output, second.output, 0, p.output.numel())) << "outputs differ between runs";
-  EXPECT_TRUE(same_bytes(first.state, second.state, 0, p.state.numel())) << "states differ between runs";
+  for (int ctas_per_sm : {2, 3}) {
+    SCOPED_TRACE("ctas/SM " + std::to_string(ctas_per_sm));
+    DecodeShape s = shape(300, 4, 16, 32, DType::kBFloat16);
+    s.out_of_place = true; s.padded = 7;
+    const DecodeProblem p = make_decode_problem(s, 4100);
+    DeviceProblem dev(p);
+    auto runner = gdn::decode_runner({DType::kBFloat16, DType::kBFloat16, gdn::DecodeTactic{4, 2, 4, ctas_per_sm, true}});
+    DecodeProblem first = p, second = p;
+    runner->run(gdn::make_decode_params(dev.args), nullptr);
+    CUDA_OK(cudaDeviceSynchronize());
+    dev.download_into(first);
+    CUDA_OK(cudaMemset(dev.output.ptr, 0xff, p.output.nbytes()));
+    runner->run(gdn::make_decode_params(dev.args), nullptr);
+    CUDA_OK(cudaDeviceSynchronize());
+    dev.download_into(second);
+    EXPECT_TRUE(same_bytes(first.output, second.output, 0, p.output.numel())) << "outputs differ between runs";
+    EXPECT_TRUE(same_bytes(first.state, second.state, 0, p.state.numel())) << "states differ between runs";
+  }
 }
 
 // Tune mode on live inputs: every tactic is profiled on a scratch copy of the call's states, so the

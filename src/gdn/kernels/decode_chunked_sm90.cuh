@@ -59,15 +59,20 @@ __device__ __forceinline__ void mma_bf16(float (&d)[4], const std::uint32_t (&a)
 }
 
 // kTokens: 4 or 8, the most tokens of a window (B has 2 kTokens columns per hi/lo half).
-// kWarps: 8 (whole-state tiles, one CTA per SM) or 4 (half states, two CTAs per SM: finer work
-// items for batches of a few states per SM). A warp owns 16 rows of a tile.
-template <class Act, int kTokens, int kWarps>
+// kWarps: 8 (whole-state tiles, one CTA per SM) or 4 (half states, two or three CTAs per SM: finer
+// work items for batches of a few states per SM). A warp owns 16 rows of a tile.
+// kCtas: CTAs per SM. 3 (4 warps, windows of <= 4 tokens) puts 12 consumer warps on an SM instead
+// of 8: the kernel is latency-bound (ncu, session 3: no eligible warp in 67% of the cycles), so
+// more independent tile chains per SM; its stages hold kTokens tokens (not 8) so that 3 fit.
+template <class Act, int kTokens, int kWarps, int kCtas = 8 / kWarps>
 struct ChunkedConfig {
   using State = __nv_bfloat16;
   static constexpr int kConsumerWarpCount = kWarps;
   static constexpr int kConsumerThreads = kConsumerWarpCount * 32;
   static constexpr int kThreads = kConsumerThreads + 32;  // + the producer warp
-  static constexpr int kCtasPerSm = 8 / kWarps;
+  static constexpr int kCtasPerSm = kCtas;
+  // Tokens a stage holds: 8 for the session-3 shapes (unchanged), kTokens where more CTAs share the SM.
+  static constexpr int kStageTokens = kCtas * kWarps > 8 ? kTokens : kPipelinedMaxTokens;
   static constexpr int kTileRows = 16 * kWarps;
   static constexpr int kTilesPerState = kDecodeHeadDim / kTileRows;
   static constexpr int kRowBytes = kDecodeHeadDim * int(sizeof(State));
@@ -83,14 +88,15 @@ struct ChunkedConfig {
   static constexpr int kHiTiles = 2 * kTokens / 8;                 // n-tiles of one half of B
   static_assert(kTokens == 4 || kTokens == 8);
   static_assert(kWarps == 4 || kWarps == 8);
+  static_assert(kCtas * kWarps <= 12);
   static_assert(kTokens <= kPipelinedMaxTokens);
 
   struct alignas(16) Stage {
     unsigned char state[kChunks * kChunkPitch];
-    Act q[kPipelinedMaxTokens][kDecodeHeadDim];
-    Act k[kPipelinedMaxTokens][kDecodeHeadDim];
-    Act v[kPipelinedMaxTokens][kTileRows];
-    float alpha[kPipelinedMaxTokens], beta[kPipelinedMaxTokens];
+    Act q[kStageTokens][kDecodeHeadDim];
+    Act k[kStageTokens][kDecodeHeadDim];
+    Act v[kStageTokens][kTileRows];
+    float alpha[kStageTokens], beta[kStageTokens];
     int in_slot, out_slot;
   };
   // The rank-T update as an mma: D = P H0 + [W_hi W_hi W_lo 0] [K_hi; K_lo; K_hi; 0], k = 3 T
@@ -412,10 +418,10 @@ __device__ void consume_chunked(const DecodeParams& p, typename Cfg::Smem& smem,
   if (warp == 0) bulk_wait_read<0>();  // shared memory must outlive the last stores' reads
 }
 
-template <class Act, int kTokens, int kWarps>
-__global__ void __launch_bounds__(ChunkedConfig<Act, kTokens, kWarps>::kThreads, ChunkedConfig<Act, kTokens, kWarps>::kCtasPerSm)
+template <class Act, int kTokens, int kWarps, int kCtas>
+__global__ void __launch_bounds__(ChunkedConfig<Act, kTokens, kWarps, kCtas>::kThreads, kCtas)
     gdn_decode_chunked_kernel(const __grid_constant__ DecodeParams p) {
-  using Cfg = ChunkedConfig<Act, kTokens, kWarps>;
+  using Cfg = ChunkedConfig<Act, kTokens, kWarps, kCtas>;
   extern __shared__ __align__(16) unsigned char smem_bytes[];
   auto& smem = *reinterpret_cast<typename Cfg::Smem*>(smem_bytes);
   if (threadIdx.x == 0) {
@@ -437,10 +443,10 @@ __global__ void __launch_bounds__(ChunkedConfig<Act, kTokens, kWarps>::kThreads,
   else consume_chunked<Cfg, Act, kTokens>(p, smem, items);
 }
 
-template <class Act, int kTokens, int kWarps>
+template <class Act, int kTokens, int kWarps, int kCtas>
 void launch_chunked(const DecodeParams& params, Stream stream) {
-  using Cfg = ChunkedConfig<Act, kTokens, kWarps>;
-  constexpr auto kernel = gdn_decode_chunked_kernel<Act, kTokens, kWarps>;
+  using Cfg = ChunkedConfig<Act, kTokens, kWarps, kCtas>;
+  constexpr auto kernel = gdn_decode_chunked_kernel<Act, kTokens, kWarps, kCtas>;
   static OncePerDevice once;
   static std::atomic<int> resident_per_sm{1};  // written once per device, the same value on each
   int device = 0;
@@ -463,15 +469,18 @@ void launch_chunked(const DecodeParams& params, Stream stream) {
 
 namespace fastinfer::gdn {
 
-template <DType kAct, int kWarps>
+template <DType kAct, int kWarps, int kCtasPerSm>
 void launch_decode_chunked_sm90(const DecodeParams& params, Stream stream) {
   using Act = typename decode_sm90::CudaType<kAct>::type;
+  // Three CTAs per SM fit only windows of <= 4 tokens (stages and token buffers of 8 tokens do not):
+  // longer windows run on two.
+  constexpr int kCtasLong = kCtasPerSm * kWarps > 8 ? 8 / kWarps : kCtasPerSm;
   if (params.tokens > decode_sm90::kPipelinedMaxTokens) {  // a stage holds at most 8 tokens
     launch_decode_sm90<kAct, DType::kBFloat16, 8, 4>(params, 4, stream);
   } else if (params.tokens <= 4) {
-    decode_sm90::launch_chunked<Act, 4, kWarps>(params, stream);
+    decode_sm90::launch_chunked<Act, 4, kWarps, kCtasPerSm>(params, stream);
   } else {
-    decode_sm90::launch_chunked<Act, 8, kWarps>(params, stream);
+    decode_sm90::launch_chunked<Act, 8, kWarps, kCtasLong>(params, stream);
   }
 }
 
