@@ -21,6 +21,7 @@ struct FastConfig {
   static constexpr int kPitchF = kChunk + 1;  // fp32 64x64 tiles of the triangular solve
   static constexpr float kMinLogAlpha = -80.0f;  // must equal ref::kMinLogAlpha
   static constexpr int kProducerBarrier = 1;     // named barrier id of the producer warpgroup
+  static constexpr int kConsumerBarrier = 2;     // named barrier id of the consumer warps (T_g build)
 };
 
 // Gates of one chunk (fp32, 64 each): G = cumsum log alpha, e^G, e^{G_63 - G} (the decay of

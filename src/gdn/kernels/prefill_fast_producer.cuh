@@ -6,7 +6,7 @@
 //   A0 = strict_lower(diag(beta) K K^T) (fp32, private) and P = (Q K^T) o Gamma (lower incl. diag),
 //   T = (I + A0)^-1 (fp32, on chip) and T_g = (T diag(beta)) o Gamma as a rounded pair hi + lo.
 // With a precomputed Tinv (PrefillParams::chunk_inverse, CP stage 1) the chunk's T is loaded with
-// its q, k, v instead: no A0, no solve.
+// its q, k, v instead: no A0, no solve, and the consumers build T_g from it.
 // Only the producer's 128 threads take part; they synchronise with named barrier 1.
 #include <cstdint>
 
@@ -14,6 +14,8 @@
 #include "gdn/kernels/prefill_fast_layout.cuh"
 #include "gdn/kernels/prefill_fast_primitives.cuh"
 #include "gdn/kernels/prefill_fast_profile.cuh"
+#include "gdn/kernels/prefill_fast_products.cuh"
+#include "gdn/kernels/prefill_fast_t_gated.cuh"
 #include "gdn/prefill_params.h"
 
 namespace fastinfer::gdn::kernels::fast {
@@ -128,16 +130,17 @@ __device__ __forceinline__ void l2_normalise_rows(typename Operand<kType>::Eleme
     }
 #pragma unroll
     for (int i = 0; i < kBatch; ++i) {
-      sum[i] = 0.0f;
+      float partial[4] = {0.0f, 0.0f, 0.0f, 0.0f};  // four short chains instead of one of 16 FMAs
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const std::uint32_t words[4] = {raw[i][h].x, raw[i][h].y, raw[i][h].z, raw[i][h].w};
 #pragma unroll
         for (int w = 0; w < 4; ++w) {
           const float2 x = unpack_pair<kType>(words[w]);
-          sum[i] += x.x * x.x + x.y * x.y;
+          partial[w] = fmaf(x.x, x.x, fmaf(x.y, x.y, partial[w]));
         }
       }
+      sum[i] = (partial[0] + partial[1]) + (partial[2] + partial[3]);
     }
 #pragma unroll
     for (int offset = kLanesPerRow / 2; offset > 0; offset /= 2)
@@ -162,59 +165,6 @@ __device__ __forceinline__ void l2_normalise_rows(typename Operand<kType>::Eleme
       }
     }
   }
-}
-
-// acc[16 rows][16 np .. 16 np + 15] = rows 16 block .. +15 of `a` times K^T for the column pairs
-// np in [np_first, np_last] (at most the diagonal block); other tiles of acc are left as they are.
-template <InputType kType, class Element>
-__device__ __forceinline__ void rows_times_k(float (&acc)[8][4], const Element* a, const Element* k, int block,
-                                             int np_first, int np_last, int lane) {
-  using Cfg = FastConfig;
-  const int mat = lane / 8, row = lane % 8;
-  // A (row-major, non-transposed): matrix mat covers rows +8 (mat % 2), cols +8 (mat / 2).
-  const Element* a_base = a + (16 * block + row + 8 * (mat % 2)) * Cfg::kPitchD + 8 * (mat / 2);
-  // B (rows j of K as [n][k]): matrix mat covers n +8 (mat / 2), k +8 (mat % 2).
-  const Element* b_base = k + (row + 8 * (mat / 2)) * Cfg::kPitchD + 8 * (mat % 2);
-  zero(acc);
-#pragma unroll
-  for (int kb = 0; kb < Cfg::kDim / 16; ++kb) {
-    std::uint32_t fa[4];
-    ldmatrix_x4(fa, smem_address(a_base + 16 * kb));
-#pragma unroll
-    for (int np = 0; np < 4; ++np) {
-      if (np >= np_first && np <= np_last) {
-        std::uint32_t b[4];
-        ldmatrix_x4(b, smem_address(b_base + 16 * np * Cfg::kPitchD + 16 * kb));
-        mma_pair<kType>(acc[2 * np], acc[2 * np + 1], fa, b);
-      }
-    }
-  }
-}
-
-// P rows of `block`, column pairs [np_first, np_last]: (Q K^T) o Gamma, rounded, zero above the
-// diagonal.
-template <InputType kType>
-__device__ __forceinline__ void compute_p(unsigned char* stage, int block, int np_first, int np_last, int lane) {
-  using Cfg = FastConfig;
-  using Op = Operand<kType>;
-  using Element = typename Op::Element;
-  const Element* q = reinterpret_cast<const Element*>(stage + FastSmem::kQ);
-  const Element* k = reinterpret_cast<const Element*>(stage + FastSmem::kK);
-  Element* p_tile = reinterpret_cast<Element*>(stage + FastSmem::kP);
-  const float* gates = reinterpret_cast<const float*>(stage + FastSmem::kGates);
-  const int g = lane / 4, quad = lane % 4;
-  float acc[8][4];
-  rows_times_k<kType>(acc, q, k, block, np_first, np_last, lane);
-#pragma unroll
-  for (int n = 0; n < 8; ++n)
-    if (n / 2 >= np_first && n / 2 <= np_last) {
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const int t = 16 * block + g + 8 * (i / 2), j = 8 * n + 2 * quad + i % 2;
-        const float gamma = __expf(gates[FastGates::kG + t] - gates[FastGates::kG + j]);
-        p_tile[t * Cfg::kPitchC + j] = Op::round(j <= t ? acc[n][i] * gamma : 0.0f);
-      }
-    }
 }
 
 // With A0 (T solved here): row block 3 - pwarp of A0 (fp32, strictly lower, scaled by beta_t) and
@@ -295,56 +245,33 @@ __device__ __forceinline__ void prepare_chunk(const PrefillParams& p, int len, b
     gates[FastGates::kExpG + ptid] = __expf(g);
     gates[FastGates::kDecayToEnd + ptid] = __expf(gates[FastGates::kG + Cfg::kChunk - 1] - g);
   }
-  compute_a0_and_p<kType>(stage, reinterpret_cast<float*>(smem + FastSmem::kA0), !loaded_inverse, pwarp, lane);
+  if (!loaded_inverse)  // else the consumers compute P (and T_g)
+    compute_a0_and_p<kType>(stage, reinterpret_cast<float*>(smem + FastSmem::kA0), true, pwarp, lane);
   producer_sync();
   timer.tick(kPrepareProducts);
 }
 
-// T_g[t][j] = T[t][j] beta_j e^{G_t - G_j} (j <= t, else 0) as a rounded pair hi + lo (cp4's
-// numerics, 0ce9fd6: everything that feeds the state). T is read by `inverse(t, j)` into registers
-// first (a loaded Tinv shares its shared memory with T_g), then written.
-template <InputType kType, class InverseAt>
-__device__ __forceinline__ void write_t_gated(unsigned char* stage, InverseAt inverse, int ptid) {
-  using Cfg = FastConfig;
-  using Op = Operand<kType>;
-  using Element = typename Op::Element;
-  constexpr int kPerThread = Cfg::kChunk * Cfg::kChunk / Cfg::kProducerThreads;
-  const float* gates = reinterpret_cast<const float*>(stage + FastSmem::kGates);
-  float value[kPerThread];
-#pragma unroll
-  for (int e = 0; e < kPerThread; ++e) {
-    const int i = ptid + Cfg::kProducerThreads * e, t = i / Cfg::kChunk, j = i % Cfg::kChunk;
-    value[e] = j <= t ? inverse(t, j) * gates[FastGates::kBeta + j] * __expf(gates[FastGates::kG + t] - gates[FastGates::kG + j])
-                      : 0.0f;
-  }
-  producer_sync();
-  Element* t_gated = reinterpret_cast<Element*>(stage + FastSmem::kTGated);
-  Element* t_gated_lo = reinterpret_cast<Element*>(stage + FastSmem::kTGatedLo);
-#pragma unroll
-  for (int e = 0; e < kPerThread; ++e) {
-    const int i = ptid + Cfg::kProducerThreads * e, t = i / Cfg::kChunk, j = i % Cfg::kChunk;
-    const Element hi = Op::round(value[e]);
-    t_gated[t * Cfg::kPitchC + j] = hi;
-    t_gated_lo[t * Cfg::kPitchC + j] = Op::round(value[e] - Op::to_float(hi));
-  }
-}
-
-// Phase 2: T (loaded, or (I + A0)^-1 solved here) and T_g into the stage. The caller then arrives
-// on the stage's full barrier (each thread's writes are released by its own arrival).
+// Phase 2: T = (I + A0)^-1 solved here and T_g into the stage, or nothing when T was loaded (the
+// consumers build T_g from it). The caller then arrives on the stage's full barrier (each thread's
+// writes, its cp.async data included, are released by its own arrival).
 template <InputType kType>
 __device__ __forceinline__ void finish_chunk(bool loaded_inverse, unsigned char* stage, unsigned char* smem, int ptid,
                                              PhaseTimer& timer) {
   using Cfg = FastConfig;
   if (loaded_inverse) {
-    const float* loaded = reinterpret_cast<const float*>(stage + FastSmem::kInverseIn);
     timer.tick(kFinishInverse);
-    write_t_gated<kType>(stage, [&](int t, int j) { return loaded[t * Cfg::kChunk + j]; }, ptid);
   } else {
     float* inverse = reinterpret_cast<float*>(smem + FastSmem::kInverse);
     invert_unit_lower(reinterpret_cast<const float*>(smem + FastSmem::kA0), inverse,
                       reinterpret_cast<float*>(smem + FastSmem::kScratch), ptid);
     timer.tick(kFinishInverse);
-    write_t_gated<kType>(stage, [&](int t, int j) { return inverse[t * Cfg::kPitchF + j]; }, ptid);
+    write_t_gated<kType, Cfg::kProducerThreads>(
+        stage,
+        [&](int t, int j) {
+          const float* row = inverse + t * Cfg::kPitchF + j;
+          return make_float4(row[0], row[1], row[2], row[3]);
+        },
+        ptid, [] { producer_sync(); });
   }
   timer.tick(kFinishTGated);
 }

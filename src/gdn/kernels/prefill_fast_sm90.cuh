@@ -100,18 +100,20 @@ __device__ __forceinline__ const Element* head_rows(const void* base, int head, 
   return static_cast<const Element*>(base) + static_cast<std::int64_t>(head) * heads / p.num_state_heads * stride_head;
 }
 
-// The chunk's precomputed Tinv (the row rule of PrefillParams::chunk_inverse), or nullptr.
-__device__ __forceinline__ const float* chunk_inverse_of(const PrefillParams& p, const ChunkCursor& c) {
+// The precomputed Tinv of the chunk at token0 of item w (the row rule of
+// PrefillParams::chunk_inverse), or nullptr. Producer and consumers both ask (the consumers build
+// T_g where it is loaded).
+__device__ __forceinline__ const float* chunk_inverse_of(const PrefillParams& p, const WorkItem& w, std::int64_t token0) {
   if (p.chunk_inverse == nullptr) return nullptr;
-  const std::int64_t chunk = (c.token0 - c.w.bos) / FastConfig::kChunk;
+  const std::int64_t chunk = (token0 - w.bos) / FastConfig::kChunk;
   std::int64_t row;
   if (p.segment_offsets != nullptr) {
     if (chunk >= p.chunk_inverse_segment_blocks) return nullptr;
-    row = c.w.row * p.chunk_inverse_segment_blocks + chunk;
+    row = w.row * p.chunk_inverse_segment_blocks + chunk;
   } else {
-    row = c.w.bos / FastConfig::kChunk + c.w.row + chunk;
+    row = w.bos / FastConfig::kChunk + w.row + chunk;
   }
-  return p.chunk_inverse + (row * p.num_state_heads + c.w.head) * (FastConfig::kChunk * FastConfig::kChunk);
+  return p.chunk_inverse + (row * p.num_state_heads + w.head) * (FastConfig::kChunk * FastConfig::kChunk);
 }
 
 template <class Element>
@@ -120,7 +122,7 @@ __device__ __forceinline__ ChunkSource chunk_source(const PrefillParams& p, cons
   return ChunkSource{head_rows<Element>(p.q, c.w.head, p.num_q_heads, p, p.q_stride_head) + t0 * p.q_stride_token,
                      head_rows<Element>(p.k, c.w.head, p.num_k_heads, p, p.k_stride_head) + t0 * p.k_stride_token,
                      head_rows<Element>(p.v, c.w.head, p.num_v_heads, p, p.v_stride_head) + t0 * p.v_stride_token,
-                     t0, c.w.chunk_len(t0), c.w.head, chunk_inverse_of(p, c)};
+                     t0, c.w.chunk_len(t0), c.w.head, chunk_inverse_of(p, c.w, t0)};
 }
 
 // The loads of chunk n + 1 are issued (into the other stage, once the consumers released it)
@@ -134,13 +136,20 @@ __device__ void run_producer(const PrefillParams& p, unsigned char* smem, std::u
   PhaseTimer timer(profile, ptid == 0);
   ChunkCursor cur(p, num_items);
   if (!cur.valid) return;
-  bool loaded_inverse = chunk_inverse_of(p, cur) != nullptr;
+  bool loaded_inverse = chunk_inverse_of(p, cur.w, cur.token0) != nullptr;
   issue_tile_loads<Element>(smem, chunk_source<Element>(p, cur), p, ptid);
   std::uint32_t n = 0;
   for (; cur.valid; ++n) {
     unsigned char* stage = smem + (n % kStages) * FastSmem::kStageBytes;
     timer.tick(kProducerOther);
     prepare_chunk<kType>(p, cur.w.chunk_len(cur.token0), loaded_inverse, stage, smem, ptid, timer);
+    // With T loaded nothing is left to finish: hand the stage over before waiting for a free one
+    // (H200, session 3 batch 3: arriving only after the next loads were issued made the consumers
+    // wait ~6.6k cycles per chunk for the producer's empty-wait + issue).
+    if (loaded_inverse) {
+      finish_chunk<kType>(true, stage, smem, ptid, timer);
+      mbarrier_arrive(&full[n % kStages]);
+    }
     ChunkCursor next = cur;
     next.advance(p);
     bool next_loaded_inverse = false;
@@ -153,8 +162,10 @@ __device__ void run_producer(const PrefillParams& p, unsigned char* smem, std::u
       issue_tile_loads<Element>(smem + (m % kStages) * FastSmem::kStageBytes, source, p, ptid);
     }
     timer.tick(kProducerIssue);
-    finish_chunk<kType>(loaded_inverse, stage, smem, ptid, timer);
-    mbarrier_arrive(&full[n % kStages]);
+    if (!loaded_inverse) {
+      finish_chunk<kType>(false, stage, smem, ptid, timer);
+      mbarrier_arrive(&full[n % kStages]);
+    }
     timer.count(kProducerChunks);
     cur = next;
     loaded_inverse = next_loaded_inverse;
@@ -189,7 +200,8 @@ __device__ void run_consumer(const PrefillParams& p, unsigned char* smem, std::u
       timer.tick(kConsumerWait);
       const int len = w.chunk_len(token0);
       const ChunkOutput out{out_head + token0 * p.out_stride_token, p.out_stride_token, len, p.scale};
-      consume_chunk<kType>(state, smem + s * FastSmem::kStageBytes, smem, out, warp, lane);
+      const bool build_t_gated = chunk_inverse_of(p, w, token0) != nullptr;
+      consume_chunk<kType>(state, smem + s * FastSmem::kStageBytes, smem, out, build_t_gated, warp, lane);
       timer.tick(kConsumerCompute);
       timer.count(kConsumerChunks);
       mbarrier_arrive(&empty[s]);
