@@ -110,18 +110,10 @@ struct ChunkedConfig {
     alignas(16) __nv_bfloat16 update[kDecodeHeadDim][kUpdatePitch];  // zero past 3 T
     ChunkCoefficients<kTokens> coef;
   };
-  static constexpr int kFixedBytes = int(sizeof(Tokens)) + 2 * 8 * 8 + 16;
-  static constexpr int kStages =
-      std::min(8, ((kSmemPerSm / kCtasPerSm - kSmemReservedPerCta) - kFixedBytes) / int(sizeof(Stage)));
-  static_assert(kStages >= 3, "the ring needs a stage in work, one storing and one loading");
-
-  struct Smem {
-    Stage stage[kStages];
-    Tokens tokens;
-    std::uint64_t full[kStages], empty[kStages];
-  };
-  static constexpr int kSmemBytes = int(sizeof(Smem));
-  static_assert(kSmemBytes + kSmemReservedPerCta <= kSmemPerSm / kCtasPerSm);
+  using Ring = StageRing<Stage, Tokens, kCtasPerSm>;
+  static constexpr int kStages = Ring::kStages;
+  using Smem = typename Ring::Smem;
+  static constexpr int kSmemBytes = Ring::kSmemBytes;
 
   // Producer lanes 0..15: one bulk copy per 8-row chunk into its padded place.
   __device__ static void load_state(Stage& st, const State* tile, std::uint64_t* full, int lane) {

@@ -55,6 +55,25 @@ struct alignas(16) PipelineStage {
   int out_slot;  // as given: may be -1
 };
 
+// The shared memory of a pipelined decode CTA: a ring of state stages next to the per-CTA token
+// buffers, with a full/empty mbarrier pair per stage. As many stages as fit when kCtasPerSm CTAs
+// share an SM, at most 8 (3 already keep one tile in the consumers, one storing and one loading).
+template <class Stage, class Tokens, int kCtasPerSm>
+struct StageRing {
+  static constexpr int kFixedBytes = int(sizeof(Tokens)) + 2 * 8 * 8 + 16;  // + barriers (<= 8 stages) + alignment
+  static constexpr int kStages =
+      std::min(8, ((kSmemPerSm / kCtasPerSm - kSmemReservedPerCta) - kFixedBytes) / int(sizeof(Stage)));
+  static_assert(kStages >= 3, "the ring needs a stage in work, one storing and one loading");
+
+  struct Smem {
+    Stage stage[kStages];
+    Tokens tokens;
+    std::uint64_t full[kStages], empty[kStages];
+  };
+  static constexpr int kSmemBytes = int(sizeof(Smem));
+  static_assert(kSmemBytes + kSmemReservedPerCta <= kSmemPerSm / kCtasPerSm);
+};
+
 template <class Act, class State, int kLanesPerRow, int kRowsPerThread, int kConsumerWarps, int kCtasPerSm>
 struct PipelinedConfig {
   static constexpr int kConsumerWarpCount = kConsumerWarps;
@@ -74,20 +93,10 @@ struct PipelinedConfig {
     float k[kPipelinedMaxTokens][kDecodeHeadDim];
     float kq[kPipelinedMaxTokens];
   };
-  static constexpr int kFixedBytes = int(sizeof(Tokens)) + 2 * 8 * 8 + 16;  // + barriers (<= 8 stages) + alignment
-  // As many stages as kCtasPerSm CTAs fit on an SM, at most 8 (3 stages already keep one tile in
-  // the consumers, one storing and one loading).
-  static constexpr int kStages =
-      std::min(8, ((kSmemPerSm / kCtasPerSm - kSmemReservedPerCta) - kFixedBytes) / int(sizeof(Stage)));
-  static_assert(kStages >= 3, "the ring needs a stage in work, one storing and one loading");
-
-  struct Smem {
-    Stage stage[kStages];
-    Tokens tokens;
-    std::uint64_t full[kStages], empty[kStages];
-  };
-  static constexpr int kSmemBytes = int(sizeof(Smem));
-  static_assert(kSmemBytes + kSmemReservedPerCta <= kSmemPerSm / kCtasPerSm);
+  using Ring = StageRing<Stage, Tokens, kCtasPerSm>;
+  static constexpr int kStages = Ring::kStages;
+  using Smem = typename Ring::Smem;
+  static constexpr int kSmemBytes = Ring::kSmemBytes;
 
   // Producer lane `lane`: the bulk copies of a tile into a stage (the tile as it lies in the pool).
   __device__ static void load_state(Stage& st, const State* tile, std::uint64_t* full, int lane) {
