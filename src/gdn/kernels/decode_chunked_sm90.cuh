@@ -439,22 +439,7 @@ template <class Act, int kTokens, int kWarps, int kCtas>
 void launch_chunked(const DecodeParams& params, Stream stream) {
   using Cfg = ChunkedConfig<Act, kTokens, kWarps, kCtas>;
   constexpr auto kernel = gdn_decode_chunked_kernel<Act, kTokens, kWarps, kCtas>;
-  static OncePerDevice once;
-  static std::atomic<int> resident_per_sm{1};  // written once per device, the same value on each
-  int device = 0;
-  FASTINFER_CUDA_CHECK(cudaGetDevice(&device));
-  once(device, [] {
-    FASTINFER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSmemBytes));
-    FASTINFER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, 100));
-    int resident = 0;
-    FASTINFER_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kernel, Cfg::kThreads, Cfg::kSmemBytes));
-    resident_per_sm.store(std::max(1, std::min(resident, Cfg::kCtasPerSm)), std::memory_order_relaxed);
-  });
-  const long long items = static_cast<long long>(params.batch) * params.heads_v * Cfg::kTilesPerState;
-  const long long ctas =
-      std::min<long long>(items, static_cast<long long>(resident_per_sm.load(std::memory_order_relaxed)) * params.sm_count);
-  kernel<<<static_cast<unsigned>(ctas), Cfg::kThreads, Cfg::kSmemBytes, stream>>>(params);
-  FASTINFER_CUDA_CHECK(cudaGetLastError());
+  launch_resident<Cfg, kernel, Cfg::kCtasPerSm>(params, stream);
 }
 
 }  // namespace fastinfer::gdn::decode_sm90

@@ -269,6 +269,30 @@ __global__ void __launch_bounds__(PipelinedConfig<Act, State, kLanesPerRow, kRow
   else consume<Cfg, Act, State, kLanesPerRow, kRowsPerThread>(p, smem, items);
 }
 
+// Launches a resident-CTA decode kernel (pipelined or tensor-core): one CTA per resident slot,
+// at most one per (state, tile) item. Opting in to > 48 KB of shared memory is per device: done on
+// each device's first launch (OncePerDevice), with the resident CTAs per SM it gives (the same on
+// every Hopper part), capped at the kCtasPerSm the configuration was sized for.
+template <class Cfg, auto kKernel, int kCtasPerSm>
+void launch_resident(const DecodeParams& params, Stream stream) {
+  static OncePerDevice once;
+  static std::atomic<int> resident_per_sm{1};  // written once per device, the same value on each
+  int device = 0;
+  FASTINFER_CUDA_CHECK(cudaGetDevice(&device));
+  once(device, [] {
+    FASTINFER_CUDA_CHECK(cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSmemBytes));
+    FASTINFER_CUDA_CHECK(cudaFuncSetAttribute(kKernel, cudaFuncAttributePreferredSharedMemoryCarveout, 100));
+    int resident = 0;
+    FASTINFER_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kKernel, Cfg::kThreads, Cfg::kSmemBytes));
+    resident_per_sm.store(std::max(1, std::min(resident, kCtasPerSm)), std::memory_order_relaxed);
+  });
+  const long long items = static_cast<long long>(params.batch) * params.heads_v * Cfg::kTilesPerState;
+  const long long ctas =
+      std::min<long long>(items, static_cast<long long>(resident_per_sm.load(std::memory_order_relaxed)) * params.sm_count);
+  kKernel<<<static_cast<unsigned>(ctas), Cfg::kThreads, Cfg::kSmemBytes, stream>>>(params);
+  FASTINFER_CUDA_CHECK(cudaGetLastError());
+}
+
 }  // namespace fastinfer::gdn::decode_sm90
 
 namespace fastinfer::gdn {
@@ -284,23 +308,7 @@ void launch_decode_pipelined_sm90(const DecodeParams& params, Stream stream) {
   using Cfg = decode_sm90::PipelinedConfig<Act, State, kLanesPerRow, kRowsPerThread, kConsumerWarps, kCtasPerSm>;
   constexpr auto kernel =
       decode_sm90::gdn_decode_pipelined_kernel<Act, State, kLanesPerRow, kRowsPerThread, kConsumerWarps, kCtasPerSm>;
-  // Opting in to > 48 KB of shared memory is per device: done on each device's first launch
-  // (OncePerDevice), with the resident CTAs per SM it gives (the same on every Hopper part).
-  static OncePerDevice once;
-  static std::atomic<int> resident_per_sm{1};  // written once per device, the same value on each
-  int device = 0;
-  FASTINFER_CUDA_CHECK(cudaGetDevice(&device));
-  once(device, [] {
-    FASTINFER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSmemBytes));
-    FASTINFER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, 100));
-    int resident = 0;
-    FASTINFER_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kernel, Cfg::kThreads, Cfg::kSmemBytes));
-    resident_per_sm.store(std::max(1, std::min(resident, kCtasPerSm)), std::memory_order_relaxed);
-  });
-  const long long items = static_cast<long long>(params.batch) * params.heads_v * Cfg::kTilesPerState;
-  const long long ctas = std::min<long long>(items, static_cast<long long>(resident_per_sm.load(std::memory_order_relaxed)) * params.sm_count);
-  kernel<<<static_cast<unsigned>(ctas), Cfg::kThreads, Cfg::kSmemBytes, stream>>>(params);
-  FASTINFER_CUDA_CHECK(cudaGetLastError());
+  decode_sm90::launch_resident<Cfg, kernel, kCtasPerSm>(params, stream);
 }
 
 }  // namespace fastinfer::gdn
