@@ -27,18 +27,19 @@ import fastinfer
 D = 128
 BATCHES = 200
 PER_BATCH = 64
+SHORT_BATCH = 8  # as the C++ bench: a check that queued GPU work (CP 1x1024) does not skew a long batch
 
 
-def host_us(fn, stream, batches=BATCHES) -> float:
+def host_us(fn, stream, batches=BATCHES, per_batch=PER_BATCH) -> float:
     for _ in range(16):
         fn()
     per_call = []
     for _ in range(batches):
         stream.synchronize()
         t0 = time.perf_counter()
-        for _ in range(PER_BATCH):
+        for _ in range(per_batch):
             fn()
-        per_call.append((time.perf_counter() - t0) / PER_BATCH * 1e6)
+        per_call.append((time.perf_counter() - t0) / per_batch * 1e6)
     stream.synchronize()
     return statistics.median(per_call)
 
@@ -219,18 +220,22 @@ def main():
     with torch.cuda.stream(stream):
         torch_add_us = host_us(lambda: x.add_(1.0), stream, args.batches)
         rows = []
-        print(f"{'op (tiny shapes, warm)':48s} {'py us':>8s} {'py alloc us':>11s} {'C++ us':>8s} {'py-C++':>8s} {'x raw':>6s}")
+        print(f"{'op (tiny shapes, warm)':48s} {'py us':>8s} {'py alloc us':>11s} {'C++ us':>8s} {'py-C++':>8s} {'x raw':>6s} {'py-C++ (' + str(SHORT_BATCH) + '/batch)':>16s}")
         for key, name, prealloc, alloc in make_cases(stream):
             us = host_us(prealloc, stream, args.batches)
             us_alloc = host_us(alloc, stream, args.batches)
+            us_short = host_us(prealloc, stream, args.batches, SHORT_BATCH)
             c = cpp_ops.get(key, {})
             cpp_us = c.get("host_us")
+            cpp_short = c.get("host_us_short_batch")
             kernels = c.get("kernels", 1)
             ratio = us / (kernels * raw_launch) if raw_launch else None
             print(f"{name:48s} {us:8.2f} {us_alloc:11.2f} {cpp_us if cpp_us else float('nan'):8.2f} "
-                  f"{(us - cpp_us) if cpp_us else float('nan'):8.2f} {ratio if ratio else float('nan'):6.2f}")
+                  f"{(us - cpp_us) if cpp_us else float('nan'):8.2f} {ratio if ratio else float('nan'):6.2f} "
+                  f"{(us_short - cpp_short) if cpp_short else float('nan'):16.2f}")
             rows.append(dict(op=key, name=name, python_us=us, python_allocating_us=us_alloc, cpp_us=cpp_us,
-                             kernels=kernels, ratio_to_raw_launches=ratio))
+                             kernels=kernels, ratio_to_raw_launches=ratio, python_us_short_batch=us_short,
+                             cpp_us_short_batch=cpp_short))
     print(f"torch x.add_(1) (one launch through torch): {torch_add_us:.2f} us"
           + (f"; raw cudaLaunchKernel from C++: {raw_launch:.2f} us" if raw_launch else ""))
 
@@ -248,7 +253,7 @@ def main():
                       f"{r['first_call_host_ms']:11.3f} {r['first_call_done_ms']:11.3f} {r['second_call_host_us']:8.1f}")
 
     result = dict(ops=rows, torch_add_us=torch_add_us, raw_launch_us=raw_launch, cold_start=cold,
-                  batches=args.batches, calls_per_batch=PER_BATCH)
+                  batches=args.batches, calls_per_batch=PER_BATCH, short_batch=SHORT_BATCH)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(result, f, indent=2)
