@@ -1,6 +1,7 @@
 #include "ref/gdn_cp_ref.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 
 #include "ref/numeric.h"
@@ -231,14 +232,27 @@ void gdn_cp_chunk_maps_ref(const gdn::PrefillArgs& args, CpLayout layout, const 
   });
 }
 
+namespace {
+// The kernel's fp16 row scale (cp_chunk_maps_sm90.cuh, fp16_row_scale): 2^(14 - floor(log2 x))
+// from x's fp32 exponent bits, clamped to 2^+-100.
+double fp16_row_scale(double max_abs) {
+  const int biased = static_cast<int>((std::bit_cast<std::uint32_t>(static_cast<float>(max_abs)) >> 23) & 0xffu);
+  return std::ldexp(1.0, std::clamp(141 - biased, -100, 100));
+}
+}  // namespace
+
 void gdn_cp_chunk_maps_mirror(const gdn::PrefillArgs& args, CpLayout layout, const std::vector<double>& inverse,
-                              std::vector<double>& m, std::vector<double>& b, bool hi_lo) {
-  const Round16 r16{args.k.dtype};
+                              std::vector<double>& m, std::vector<double>& b, CpMapRounding rounding) {
+  const Round16 r16{args.k.dtype}, f16{DType::kFloat16};
+  const bool fp16 = rounding == CpMapRounding::kFp16Scaled;
+  const bool hi_lo = rounding == CpMapRounding::kHiLo16;
   // Tk, Tv: T and T diag(exp(gL - G)) as hi + lo sums; A (= T K) hi + lo sum and its lo part;
   // Ud = T diag(exp(gL - G)) V in fp32; X: the rows of M or B split hi + lo.
   std::vector<double> Tk(C * C), Tv(C * C), A(C * D), A_lo(C * D), Ud(C * D), X_hi(D * D), X_lo(D * D), next(D * D);
   for_each_chunk_block(args, layout, inverse, m, b, [&](double* M, double* B, Block& blk, const double* Tinv) {
     round_rows(args.k.dtype, blk.K);  // the kernel's K tile (V is the exact input)
+    if (fp16)
+      for (double& x : blk.K) x = f16(x);
     const double gL = blk.G[C - 1], decay = f32(std::exp(gL));
     for (int i = 0; i < C; ++i)
       for (int j = 0; j < C; ++j) {
@@ -246,8 +260,8 @@ void gdn_cp_chunk_maps_mirror(const gdn::PrefillArgs& args, CpLayout layout, con
         const double t_gated = f32(t_beta * std::exp(gL - blk.G[j]));
         double hi, lo;
         split16(r16, t_beta, hi_lo, hi, lo);
-        Tk[i * C + j] = hi + lo;
-        split16(r16, t_gated, hi_lo, hi, lo);
+        Tk[i * C + j] = fp16 ? f16(t_beta) : hi + lo;
+        split16(r16, t_gated, hi_lo || fp16, hi, lo);
         Tv[i * C + j] = hi + lo;
       }
     for (int i = 0; i < C; ++i)
@@ -256,22 +270,37 @@ void gdn_cp_chunk_maps_mirror(const gdn::PrefillArgs& args, CpLayout layout, con
         for (int j = 0; j < C; ++j) tk += Tk[i * C + j] * blk.K[j * D + d], tv += Tv[i * C + j] * blk.V[j * D + d];
         double hi, lo;
         split16(r16, f32(tk), hi_lo, hi, lo);
+        if (fp16) hi = f16(f32(tk)), lo = 0.0;
         A[i * D + d] = hi + lo;
         A_lo[i * D + d] = lo;
         Ud[i * D + d] = f32(tv);
       }
     for (double* X : {M, B}) {
-      for (int i = 0; i < D * D; ++i) split16(r16, X[i], hi_lo, X_hi[i], X_lo[i]);
+      double row_max[D] = {};
+      if (fp16)
+        for (int row = 0; row < D; ++row) {
+          for (int col = 0; col < D; ++col) row_max[row] = std::max(row_max[row], std::fabs(X[row * D + col]));
+          const double scale = fp16_row_scale(row_max[row]);
+          for (int col = 0; col < D; ++col)
+            X_hi[row * D + col] = f16(X[row * D + col] * scale) / scale, X_lo[row * D + col] = 0.0;
+        }
+      else
+        for (int i = 0; i < D * D; ++i) split16(r16, X[i], hi_lo, X_hi[i], X_lo[i]);
       for (int row = 0; row < D; ++row) {
         double z[C];
+        double z_max = f32(decay * row_max[row]);
         for (int i = 0; i < C; ++i) {
           double y = 0;  // X_hi A_hi + X_lo A_hi + X_hi A_lo = (X_hi + X_lo)(A_hi + A_lo) - X_lo A_lo
           for (int d = 0; d < D; ++d)
             y += (X_hi[row * D + d] + X_lo[row * D + d]) * A[i * D + d] - X_lo[row * D + d] * A_lo[i * D + d];
-          const double zf = f32((X == B ? Ud[i * D + row] : 0.0) - decay * f32(y));
+          z[i] = f32((X == B ? Ud[i * D + row] : 0.0) - decay * f32(y));
+          z_max = std::max(z_max, std::fabs(z[i]));
+        }
+        const double z_scale = fp16_row_scale(z_max);
+        for (int i = 0; i < C; ++i) {
           double hi, lo;
-          split16(r16, zf, hi_lo, hi, lo);
-          z[i] = hi + lo;
+          split16(r16, z[i], hi_lo, hi, lo);
+          z[i] = fp16 ? f16(z[i] * z_scale) / z_scale : hi + lo;
         }
         for (int col = 0; col < D; ++col) {
           double acc = f32(decay * X[row * D + col]);

@@ -41,13 +41,21 @@ std::vector<double> gdn_cp_block_inverse_mirror(const gdn::PrefillArgs& args, Cp
 void gdn_cp_chunk_maps_ref(const gdn::PrefillArgs& args, CpLayout layout, const std::vector<double>& inverse,
                            std::vector<double>& m, std::vector<double>& b);
 
+// How stage 2 rounds its product operands (CpOptions::fp16_operands picks kHiLo16 or kFp16Scaled).
+enum class CpMapRounding {
+  kSingle16,    // T, T_g, A, [M; B], Z rounded once to the input dtype (the kernel before the numerics fix)
+  kHiLo16,      // each as a pair hi + lo in the input dtype, products hi*hi + lo*hi + hi*lo
+  kFp16Scaled,  // T, A, [M; B], Z rounded once to fp16 ([M; B] and Z rows after a power-of-two
+                // scale per row), K converted to fp16 after its input rounding, T_g a hi + lo pair
+};
+
 // Stage 2 as the GPU kernel rounds it (cp_chunk_maps_sm90.cuh), for the error budget: K is
 // rounded to the input dtype after normalisation, every other product operand (T, A, [M; B], Z)
-// to fp32 and then to a 16-bit pair hi + lo (`hi_lo`) or to hi alone (the kernel before the
-// numerics fix), products hi*hi + lo*hi + hi*lo accumulated exactly, M, B, Y, Z, Ud kept in fp32.
-// Same layout and arguments as gdn_cp_chunk_maps_ref.
+// to fp32 and then as `rounding` says, products of the rounded operands accumulated exactly,
+// M, B, Y, Z, Ud kept in fp32. Same layout and arguments as gdn_cp_chunk_maps_ref.
 void gdn_cp_chunk_maps_mirror(const gdn::PrefillArgs& args, CpLayout layout, const std::vector<double>& inverse,
-                              std::vector<double>& m, std::vector<double>& b, bool hi_lo = true);
+                              std::vector<double>& m, std::vector<double>& b,
+                              CpMapRounding rounding = CpMapRounding::kHiLo16);
 
 // Stage 3: the serial fix-up over the chunks of each sequence from its initial state (absent,
 // packed or pool; a negative slot starts from zero): chunk_states[n, c] is the state entering

@@ -90,13 +90,13 @@ TEST(GdnCpRef, InverseSolvesTheBlockSystem) {
 // Worst |got - want| / (atol + rtol |want|) of the final states from stages 1 and 2 as the kernels
 // round them (fp64 stage 3) against the token-serial fp64 recurrence; bf16 state tolerance of the
 // prefill GPU tests (fp32 state: atol 5e-3, rtol 1e-3).
-double mirrored_state_err_over_tol(const Problem& p, std::int64_t chunk_len, bool hi_lo) {
+double mirrored_state_err_over_tol(const Problem& p, std::int64_t chunk_len, ref::CpMapRounding rounding) {
   std::int64_t max_len = 1;
   for (auto l : p.lengths) max_len = std::max(max_len, l);
   const ref::CpLayout layout{chunk_len, (max_len + chunk_len - 1) / chunk_len};
   const auto inverse = ref::gdn_cp_block_inverse_mirror(p.args, layout);
   std::vector<double> m, b, states, finals, want_states, want_finals;
-  ref::gdn_cp_chunk_maps_mirror(p.args, layout, inverse, m, b, hi_lo);
+  ref::gdn_cp_chunk_maps_mirror(p.args, layout, inverse, m, b, rounding);
   ref::gdn_cp_fixup_ref(p.args, layout, m, b, states, finals);
   serial_states(p, chunk_len, layout.chunks_per_seq, want_states, want_finals);
   double worst = 0;
@@ -143,12 +143,28 @@ TEST(GdnCpMirror, HiLoChunkMapsKeepStatesWithinTheBf16Tolerance) {
   for (const GateVariant& v : kGatesNearOne) {
     Problem p = gates_near_one_problem(v);
     normalise_k_on_host(p);
-    const double split = mirrored_state_err_over_tol(p, v.chunk_len, true);
-    const double single = mirrored_state_err_over_tol(p, v.chunk_len, false);
+    const double split = mirrored_state_err_over_tol(p, v.chunk_len, ref::CpMapRounding::kHiLo16);
+    const double single = mirrored_state_err_over_tol(p, v.chunk_len, ref::CpMapRounding::kSingle16);
     std::printf("  %-18s chunk %4lld: final state err/tol  hi+lo %.3f   single rounding %.3f\n", v.name,
                 static_cast<long long>(v.chunk_len), split, single);
     EXPECT_LT(split, 0.05) << v.name;
     EXPECT_GT(single, 10 * split) << v.name;  // the check can tell the two roundings apart
+  }
+}
+
+// The fp16 stage 2 (CpOptions::fp16_operands: T, A, [M; B] and Z rounded once to fp16, rows
+// scaled by powers of two) leaves most of the bf16 state tolerance to stage 4: the local experiment
+// of docs/GDN_CP.md measured 0.08-0.23 of it without the row scales.
+TEST(GdnCpMirror, Fp16ChunkMapsKeepStatesWithinAQuarterOfTheBf16Tolerance) {
+  for (const GateVariant& v : kGatesNearOne) {
+    Problem p = gates_near_one_problem(v);
+    normalise_k_on_host(p);
+    const double fp16 = mirrored_state_err_over_tol(p, v.chunk_len, ref::CpMapRounding::kFp16Scaled);
+    const double single = mirrored_state_err_over_tol(p, v.chunk_len, ref::CpMapRounding::kSingle16);
+    std::printf("  %-18s chunk %4lld: final state err/tol  fp16 %.3f   bf16 single rounding %.3f\n", v.name,
+                static_cast<long long>(v.chunk_len), fp16, single);
+    EXPECT_LT(fp16, 0.3) << v.name;
+    EXPECT_GT(single, 4 * fp16) << v.name;
   }
 }
 
@@ -166,7 +182,7 @@ TEST(GdnCpMirror, InKernelL2NormErrorIsTheRoundingOfK) {
     double floor = 0;
     for (std::size_t i = 0; i < exact.size(); ++i)
       floor = std::max(floor, std::fabs(with_rounded_k[i] - exact[i]) / (5e-3 + 1e-3 * std::fabs(exact[i])));
-    const double split = mirrored_state_err_over_tol(p, v.chunk_len, true);
+    const double split = mirrored_state_err_over_tol(p, v.chunk_len, ref::CpMapRounding::kHiLo16);
     std::printf("  %-18s chunk %4lld: err/tol  exact recurrence on round(k) %.3f   CP stages 1-3 (hi+lo) %.3f\n",
                 v.name, static_cast<long long>(v.chunk_len), floor, split);
     EXPECT_LT(std::fabs(split - floor), 0.05) << v.name;
