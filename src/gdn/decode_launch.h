@@ -20,6 +20,14 @@ void launch_decode_sm90(const DecodeParams& params, int warps, Stream stream);
 
 using DecodeLauncher = void (*)(const DecodeParams&, int warps, Stream);
 
+// The small-batch variant of the register kernel (kernels/decode_small_sm90.cuh): same work split
+// and tactic shapes, every slot-independent load issued before the slot is read and no CTA barrier
+// (each warp normalises the tokens itself). Up to kDecodeSmallMaxTokens tokens; longer windows run
+// on launch_decode_sm90 of the same shape. Instantiated next to the register kernel.
+inline constexpr int kDecodeSmallMaxTokens = 4;
+template <DType kAct, DType kState, int kLanesPerRow, int kRowsPerThread>
+void launch_decode_small_sm90(const DecodeParams& params, int warps, Stream stream);
+
 // The pipelined kernel (kernels/decode_pipelined_sm90.cuh): persistent CTAs of kConsumerWarps
 // consumer warps + one producer warp, kCtasPerSm of them per SM, streaming tiles of
 // kConsumerWarps * (32 / kLanesPerRow) * kRowsPerThread rows through shared memory. More than 8
@@ -49,6 +57,19 @@ extern template void launch_decode_sm90<DType::kFloat16, DType::kBFloat16, 8, 1>
 extern template void launch_decode_sm90<DType::kFloat16, DType::kBFloat16, 8, 2>(const DecodeParams&, int, Stream);
 extern template void launch_decode_sm90<DType::kFloat16, DType::kBFloat16, 8, 4>(const DecodeParams&, int, Stream);
 extern template void launch_decode_sm90<DType::kFloat16, DType::kBFloat16, 16, 4>(const DecodeParams&, int, Stream);
+
+extern template void launch_decode_small_sm90<DType::kBFloat16, DType::kFloat32, 8, 1>(const DecodeParams&, int, Stream);
+extern template void launch_decode_small_sm90<DType::kBFloat16, DType::kFloat32, 8, 2>(const DecodeParams&, int, Stream);
+extern template void launch_decode_small_sm90<DType::kBFloat16, DType::kFloat32, 16, 4>(const DecodeParams&, int, Stream);
+extern template void launch_decode_small_sm90<DType::kBFloat16, DType::kBFloat16, 8, 1>(const DecodeParams&, int, Stream);
+extern template void launch_decode_small_sm90<DType::kBFloat16, DType::kBFloat16, 8, 2>(const DecodeParams&, int, Stream);
+extern template void launch_decode_small_sm90<DType::kBFloat16, DType::kBFloat16, 16, 4>(const DecodeParams&, int, Stream);
+extern template void launch_decode_small_sm90<DType::kFloat16, DType::kFloat32, 8, 1>(const DecodeParams&, int, Stream);
+extern template void launch_decode_small_sm90<DType::kFloat16, DType::kFloat32, 8, 2>(const DecodeParams&, int, Stream);
+extern template void launch_decode_small_sm90<DType::kFloat16, DType::kFloat32, 16, 4>(const DecodeParams&, int, Stream);
+extern template void launch_decode_small_sm90<DType::kFloat16, DType::kBFloat16, 8, 1>(const DecodeParams&, int, Stream);
+extern template void launch_decode_small_sm90<DType::kFloat16, DType::kBFloat16, 8, 2>(const DecodeParams&, int, Stream);
+extern template void launch_decode_small_sm90<DType::kFloat16, DType::kBFloat16, 16, 4>(const DecodeParams&, int, Stream);
 
 extern template void launch_decode_pipelined_sm90<DType::kBFloat16, DType::kFloat32, 8, 4, 8, 1>(const DecodeParams&, Stream);
 extern template void launch_decode_pipelined_sm90<DType::kBFloat16, DType::kFloat32, 8, 2, 16, 1>(const DecodeParams&, Stream);

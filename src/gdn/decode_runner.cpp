@@ -15,6 +15,7 @@ struct LauncherEntry {
   DType act, state;
   int lanes_per_row, rows_per_thread;
   DecodeLauncher launch;
+  bool small_batch = false;
 };
 
 // A pipelined kernel is one fixed tactic (its warps and CTAs per SM are template arguments).
@@ -34,6 +35,17 @@ constexpr std::array<LauncherEntry, 4> launchers_for() {
   }};
 }
 
+// The small-batch variant (decode_small_sm90.cuh) of the register shapes with few rows per CTA
+// (4..32 rows with 1..4 warps: 4..32 CTAs per state fill the SMs at B = 1).
+template <DType kAct, DType kState>
+constexpr std::array<LauncherEntry, 3> small_for() {
+  return {{
+      {kAct, kState, 8, 1, &launch_decode_small_sm90<kAct, kState, 8, 1>, true},
+      {kAct, kState, 8, 2, &launch_decode_small_sm90<kAct, kState, 8, 2>, true},
+      {kAct, kState, 16, 4, &launch_decode_small_sm90<kAct, kState, 16, 4>, true},
+  }};
+}
+
 template <DType kAct, DType kState>
 constexpr std::array<PipelinedEntry, 4> pipelined_for() {
   return {{
@@ -48,34 +60,61 @@ constexpr std::array<PipelinedEntry, 4> pipelined_for() {
 const std::array<std::array<LauncherEntry, 4>, 4> kLaunchers = {
     launchers_for<DType::kBFloat16, DType::kFloat32>(), launchers_for<DType::kBFloat16, DType::kBFloat16>(),
     launchers_for<DType::kFloat16, DType::kFloat32>(), launchers_for<DType::kFloat16, DType::kBFloat16>()};
+const std::array<std::array<LauncherEntry, 3>, 4> kSmall = {
+    small_for<DType::kBFloat16, DType::kFloat32>(), small_for<DType::kBFloat16, DType::kBFloat16>(),
+    small_for<DType::kFloat16, DType::kFloat32>(), small_for<DType::kFloat16, DType::kBFloat16>()};
 const std::array<std::array<PipelinedEntry, 4>, 4> kPipelined = {
     pipelined_for<DType::kBFloat16, DType::kFloat32>(), pipelined_for<DType::kBFloat16, DType::kBFloat16>(),
     pipelined_for<DType::kFloat16, DType::kFloat32>(), pipelined_for<DType::kFloat16, DType::kBFloat16>()};
 
 // The tensor-core kernel (bf16 pools only): whole states with 8 warps, half states with 4 warps
 // (two or three CTAs per SM).
-const std::array<PipelinedEntry, 6> kChunked = {{
+constexpr DecodeTactic state_major(DecodeTactic t, bool producer_tokens = false) {
+  t.state_major = true;
+  t.producer_tokens = producer_tokens;
+  return t;
+}
+const std::array<PipelinedEntry, 10> kChunked = {{
     {DType::kBFloat16, DType::kBFloat16, {4, 2, 8, 1, true}, &launch_decode_chunked_sm90<DType::kBFloat16, 8, 1>},
     {DType::kBFloat16, DType::kBFloat16, {4, 2, 4, 2, true}, &launch_decode_chunked_sm90<DType::kBFloat16, 4, 2>},
     {DType::kBFloat16, DType::kBFloat16, {4, 2, 4, 3, true}, &launch_decode_chunked_sm90<DType::kBFloat16, 4, 3>},
     {DType::kFloat16, DType::kBFloat16, {4, 2, 8, 1, true}, &launch_decode_chunked_sm90<DType::kFloat16, 8, 1>},
     {DType::kFloat16, DType::kBFloat16, {4, 2, 4, 2, true}, &launch_decode_chunked_sm90<DType::kFloat16, 4, 2>},
     {DType::kFloat16, DType::kBFloat16, {4, 2, 4, 3, true}, &launch_decode_chunked_sm90<DType::kFloat16, 4, 3>},
+    // Session 5: both tiles of a state per CTA step, tokens prepared once per state.
+    {DType::kBFloat16, DType::kBFloat16, state_major({4, 2, 4, 3, true}),
+     &launch_decode_chunked_sm90<DType::kBFloat16, 4, 3, ChunkedVariant::kStateMajor>},
+    {DType::kFloat16, DType::kBFloat16, state_major({4, 2, 4, 3, true}),
+     &launch_decode_chunked_sm90<DType::kFloat16, 4, 3, ChunkedVariant::kStateMajor>},
+    {DType::kBFloat16, DType::kBFloat16, state_major({4, 2, 4, 3, true}, true),
+     &launch_decode_chunked_sm90<DType::kBFloat16, 4, 3, ChunkedVariant::kProducerTokens>},
+    {DType::kFloat16, DType::kBFloat16, state_major({4, 2, 4, 3, true}, true),
+     &launch_decode_chunked_sm90<DType::kFloat16, 4, 3, ChunkedVariant::kProducerTokens>},
 }};
 
 // The register kernel takes any warp count whose CTA rows divide a state.
 constexpr int kRegisterWarpCounts[] = {1, 2, 4, 8};
+// The small-batch variant: CTAs of 1..4 warps (more rows per CTA means fewer CTAs per state).
+constexpr int kSmallWarpCounts[] = {1, 2, 4};
 
 DecodeLauncher find_launcher(const DecodeConfig& c) {
   const DecodeTactic& t = c.tactic;
-  if (t.pipelined() || t.warps < 1 || t.warps * 32 > 256) return nullptr;
+  if (t.pipelined() || t.chunked || t.warps < 1 || t.warps * 32 > 256) return nullptr;
   const int rows = t.rows_per_cta();
   if (rows <= 0 || rows > kDecodeHeadDim || kDecodeHeadDim % rows != 0) return nullptr;
+  auto match = [&](const LauncherEntry& e) {
+    return e.act == c.act && e.state == c.state && e.lanes_per_row == t.lanes_per_row &&
+           e.rows_per_thread == t.rows_per_thread;
+  };
+  if (t.small_batch) {
+    for (const auto& family : kSmall)
+      for (const LauncherEntry& e : family)
+        if (match(e)) return e.launch;
+    return nullptr;
+  }
   for (const auto& family : kLaunchers)
     for (const LauncherEntry& e : family)
-      if (e.act == c.act && e.state == c.state && e.lanes_per_row == t.lanes_per_row &&
-          e.rows_per_thread == t.rows_per_thread)
-        return e.launch;
+      if (match(e)) return e.launch;
   return nullptr;
 }
 
@@ -103,7 +142,8 @@ DecodeRunner::DecodeRunner(const DecodeConfig& config)
                     std::string(dtype_name(config.state)) + ", tactic lanes_per_row=" +
                     std::to_string(t.lanes_per_row) + " rows_per_thread=" + std::to_string(t.rows_per_thread) +
                     " warps=" + std::to_string(t.warps) + " ctas_per_sm=" + std::to_string(t.ctas_per_sm) +
-                    (t.chunked ? " chunked" : ""));
+                    (t.chunked ? " chunked" : "") + (t.small_batch ? " small_batch" : "") +
+                    (t.state_major ? " state_major" : "") + (t.producer_tokens ? " producer_tokens" : ""));
   }
 }
 
@@ -126,34 +166,70 @@ std::vector<DecodeTactic> decode_tactics(DType act, DType state) {
       if (e.act == act && e.state == state) out.push_back(e.tactic);
   for (const PipelinedEntry& e : kChunked)
     if (e.act == act && e.state == state) out.push_back(e.tactic);
+  // Appended after the session-3/4 tactics (tuner ids index this list: gdn_decode/v3).
+  for (const auto& family : kSmall)
+    for (const LauncherEntry& e : family)
+      if (e.act == act && e.state == state)
+        for (int warps : kSmallWarpCounts) {
+          DecodeTactic t{e.lanes_per_row, e.rows_per_thread, warps, 0};
+          t.small_batch = true;
+          if (find_launcher({act, state, t}) != nullptr) out.push_back(t);
+        }
   return out;
 }
 
 DecodeTactic choose_decode_tactic(DType state, long long batch, int heads_v, int tokens, const DeviceInfo& device) {
-  // From the H200 sweeps of sessions 2 and 3 (fastinfer_bench gdn_decode, heads 16/32, B 1..512,
-  // T 1 and 4, fp32 and bf16 pools; table in docs/GDN_DECODE.md). The tuner (decode_tunable.h)
-  // replaces this per batch bucket once tuned.
+  // From the H200 sweeps of sessions 2-5 (fastinfer_bench gdn_decode, heads 16/32, B 1..512, T 1
+  // and 4, fp32 and bf16 pools; tables in docs/GDN_DECODE.md; B <= 8 timed with the calls queued).
+  // The tuner (decode_tunable.h) replaces this per batch bucket once tuned. Thresholds are in
+  // states (batch x heads_v) per SM; "B = n" below means heads_v = 32 on 132 SMs.
   const long long states = batch * heads_v;
+  const long long sms = device.sm_count;
+  auto small = [](int lanes, int rows, int warps) {
+    DecodeTactic t{lanes, rows, warps, 0};
+    t.small_batch = true;
+    return t;
+  };
+  // One token, below 4 states per SM (session 5, B = 1/2/4/8): the small-batch variant 8 x 2 x 2
+  // for fp32 pools (7.97/9.28/11.01/15.81 us, within 0.2 us of the best tactic of each batch, 0.5
+  // us under the register kernel at B = 1); for bf16 pools up to half a state per SM (B = 1, 2:
+  // 7.49/8.38 us against 7.94/8.61 for the register kernel), then register 16 x 4 x 4 (B = 4: 9.79
+  // us; the small variant 10.37), and the pipelined kernel from 1.5 states per SM (B = 8: 12.99 us
+  // against 13.82).
+  if (tokens == 1 && states < 4 * sms) {
+    if (state == DType::kFloat32) return small(8, 2, 2);
+    if (2 * states <= sms) return small(8, 2, 2);
+    if (2 * states < 3 * sms) return {16, 4, 4, 0};
+    return {8, 4, 8, 1};
+  }
   // fp32 pool, one token: the register kernel. Session 3's sweep (H200, heads 16/32 and 16/64):
   // 8 lanes x 4 rows in 2-warp CTAs from 4 states per SM up (B = 32..512: 73-90% of the copy
-  // bandwidth, 5-14% faster than 16 x 4 x 2, which session 2 had measured fastest everywhere);
-  // 16 x 4 x 2 below (B = 1: 8.4 us, the best).
-  if (state == DType::kFloat32 && tokens == 1)
-    return states >= 4LL * device.sm_count ? DecodeTactic{8, 4, 2, 0} : DecodeTactic{16, 4, 2, 0};
-  // bf16 pools, MTP windows (2..8 tokens), from 4 states per SM: the tensor-core kernel on half
-  // states (session 3, H200, heads 16/32, T = 4: B = 64/256/512 0.0670/0.2350/0.4526 ms against
-  // 0.0672/0.2388/0.4663 for the pipelined kernel, a tie at B = 32). Up to 4 tokens with three
-  // CTAs per SM (session 4, same shapes, T = 4: B = 32/64/256/512 0.0359/0.0602/0.2044/0.4003 ms
-  // against 0.0383/0.0673/0.2355/0.4553 with two); T = 2, 3 unmeasured (the same kernel).
-  if (state == DType::kBFloat16 && tokens >= 2 && tokens <= kDecodePipelinedMaxTokens && states >= 4LL * device.sm_count)
-    return tokens <= 4 ? DecodeTactic{4, 2, 4, 3, true} : DecodeTactic{4, 2, 4, 2, true};
+  // bandwidth, 5-14% faster than 16 x 4 x 2, which session 2 had measured fastest everywhere).
+  if (state == DType::kFloat32 && tokens == 1) return {8, 4, 2, 0};
+  // bf16 pools, windows of 2..4 tokens: the tensor-core kernel, three CTAs per SM, from a quarter
+  // state per SM (session 5, T = 4: B = 2 tile-major L4R2W4P3C 9.57 us against 9.92 for register
+  // 16 x 4 x 4; above half a state per SM state-major L4R2W4P3CM: B = 4/8/256/512 11.2/13.6/
+  // 164/319 us against 11.7/15.1/167/324 tile-major, B = 32/64 within 1%: 30.1/49.6 against
+  // 29.8/49.3). B = 1 stays on the register kernel (9.0 us; tensor-core 9.1).
+  if (state == DType::kBFloat16 && tokens >= 2 && tokens <= 4 && 4 * states > sms) {
+    DecodeTactic t{4, 2, 4, 3, true};
+    t.state_major = 2 * states > sms;
+    return t;
+  }
+  // bf16 pools, 5..8 tokens, from 4 states per SM: the tensor-core kernel on half states, two
+  // CTAs per SM (session 3, T = 4 shapes: B = 64/256/512 0.0670/0.2350/0.4526 ms against
+  // 0.0672/0.2388/0.4663 for the pipelined kernel; its three-CTA stages hold 4 tokens only).
+  if (state == DType::kBFloat16 && tokens >= 5 && tokens <= kDecodePipelinedMaxTokens && states >= 4 * sms)
+    return {4, 2, 4, 2, true};
   // Otherwise bf16 pools (one token) and fp32 MTP windows: the pipelined kernel (whole-state tiles,
   // 8 consumer warps, one CTA per SM) was the fastest from B = 32 (1024 states, ~8 per SM) up:
-  // 3-23% over the best register tactic (session 2). Below 4 states per SM (unmeasured between
-  // B = 1 and B = 32) too few tiles per CTA are left to overlap.
-  if (tokens <= kDecodePipelinedMaxTokens && states >= 4LL * device.sm_count) return {8, 4, 8, 1};
-  // Few states (B = 1: within 0.6 us of the best tactic of each case) and windows of more than 8
-  // tokens: 32-row CTAs of 16 lanes per row.
+  // 3-23% over the best register tactic (session 2).
+  if (tokens <= kDecodePipelinedMaxTokens && states >= 4 * sms) return {8, 4, 8, 1};
+  // fp32 MTP windows from 1.5 states per SM (session 5, T = 4, B = 8: register 8 x 4 x 4 18.4 us
+  // against 20.7 for 16 x 4 x 4 and 20.2 pipelined).
+  if (state == DType::kFloat32 && tokens <= kDecodePipelinedMaxTokens && 2 * states >= 3 * sms) return {8, 4, 4, 0};
+  // Few states (B = 1..4, T = 4: within 0.3 us of the best tactic of each case) and windows of
+  // more than 8 tokens: 32-row CTAs of 16 lanes per row.
   return {16, 4, 4, 0};
 }
 

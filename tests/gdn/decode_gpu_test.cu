@@ -287,7 +287,7 @@ TEST_F(GdnDecodeGpuExtra, StridedActivationsAndGates) {
 std::string tactic_name(DType state, const gdn::DecodeTactic& t) {
   return "state " + std::string(dtype_name(state)) + " lanes " + std::to_string(t.lanes_per_row) + " rows " +
          std::to_string(t.rows_per_thread) + " warps " + std::to_string(t.warps) + " ctas/SM " + std::to_string(t.ctas_per_sm) +
-         (t.chunked ? " chunked" : "");
+         (t.chunked ? " chunked" : "") + (t.small_batch ? " small_batch" : "") + (t.state_major ? " state_major" : "") + (t.producer_tokens ? " producer_tokens" : "");
 }
 
 TEST_F(GdnDecodeGpuExtra, EveryTacticMatchesReference) {
@@ -316,6 +316,51 @@ TEST_F(GdnDecodeGpuExtra, LazyAndEagerDecayMatchReference) {
         check_against_reference(make_decode_problem(s, 3100 + lazy), gdn::decode_runner({DType::kBFloat16, state, t}).get(), lazy);
         if (HasFatalFailure() || HasFailure()) return;
       }
+}
+
+// The small-batch register variant (every slot-independent load before the slot, per-warp token
+// normalisation, no CTA barrier): every window it holds (1..4 tokens) and the fallback beyond it,
+// B = 1 with GVA 16/32, a padded out-of-place batch, verification with intermediate states, fp16
+// activations and gates, no normalisation with extreme gates.
+TEST_F(GdnDecodeGpuExtra, SmallBatchTacticsOnEveryWindow) {
+  int tested = 0;
+  for (DType state : {DType::kFloat32, DType::kBFloat16})
+    for (const gdn::DecodeTactic& t : gdn::decode_tactics(DType::kBFloat16, state)) {
+      if (!t.small_batch) continue;
+      SCOPED_TRACE(tactic_name(state, t));
+      const std::uint64_t seed = 5000 + t.lanes_per_row * 100 + t.rows_per_thread * 10 + t.warps + (state == DType::kFloat32);
+      const auto runner = gdn::decode_runner({DType::kBFloat16, state, t});
+      for (int T : {1, 2, 4, 5}) {  // 5: beyond the registers' window, the register kernel
+        SCOPED_TRACE("T " + std::to_string(T));
+        check_against_reference(make_decode_problem(shape(1, T, 16, 32, state), seed + T), runner.get());
+        DecodeShape s = shape(6, T, 4, 8, state);
+        s.padded = 2; s.out_of_place = true;
+        check_against_reference(make_decode_problem(s, seed + 10 + T), runner.get());
+      }
+      {  // verification only with bf16 intermediate states, T = 4
+        DecodeShape s = shape(3, 4, 2, 4, state);
+        s.with_intermediate = true; s.intermediate = DType::kBFloat16; s.padded = 1;
+        DecodeProblem p = make_decode_problem(s, seed + 20);
+        p.disable_state_update = true;
+        check_against_reference(std::move(p), runner.get());
+      }
+      {  // fp16 activations and gates, fp32 intermediate states, T = 3, equal heads
+        DecodeShape s = shape(4, 3, 4, 4, state);
+        s.act = DType::kFloat16; s.gate = DType::kFloat16; s.with_intermediate = true;
+        check_against_reference(make_decode_problem(s, seed + 21),
+                                gdn::decode_runner({DType::kFloat16, state, t}).get());
+      }
+      {  // no normalisation, explicit scale, eager decay
+        DecodeShape s = shape(2, 4, 2, 4, state);
+        DecodeProblem p = make_decode_problem(s, seed + 22);
+        p.use_qk_l2norm = false; p.scale = 0.05f;
+        for (std::int64_t i = 0; i < p.q.numel(); ++i) p.q.set(i, p.q.get(i) * 0.2), p.k.set(i, p.k.get(i) * 0.2);
+        check_against_reference(std::move(p), runner.get(), /*lazy_decay=*/false);
+      }
+      ++tested;
+      if (HasFatalFailure() || HasFailure()) return;
+    }
+  EXPECT_GT(tested, 0) << "no small-batch tactic instantiated";
 }
 
 // The pipelined kernel on batches with many more tiles than resident CTAs (every stage of the ring
@@ -365,14 +410,19 @@ TEST_F(GdnDecodeGpuExtra, PipelinedTacticsOnLargeBatches) {
 // The tensor-core kernel (bf16 pools): gates that underflow the decay products and saturate beta,
 // every window length it stages (1..8, fp32 intermediate states), and bit-identical repeats.
 TEST_F(GdnDecodeGpuExtra, ChunkedKernelGatesWindowsAndDeterminism) {
-  for (const gdn::DecodeTactic& chunked :
-       {gdn::DecodeTactic{4, 2, 8, 1, true}, gdn::DecodeTactic{4, 2, 4, 2, true}, gdn::DecodeTactic{4, 2, 4, 3, true}})
+  gdn::DecodeTactic state_major{4, 2, 4, 3, true};
+  state_major.state_major = true;
+  gdn::DecodeTactic producer_tokens = state_major;
+  producer_tokens.producer_tokens = true;
+  for (const gdn::DecodeTactic& chunked : {gdn::DecodeTactic{4, 2, 8, 1, true}, gdn::DecodeTactic{4, 2, 4, 2, true},
+                                           gdn::DecodeTactic{4, 2, 4, 3, true}, state_major, producer_tokens})
   for (DType act : {DType::kBFloat16, DType::kFloat16}) {
     const gdn::DecodeConfig config{act, DType::kBFloat16, chunked};
     ASSERT_TRUE(gdn::DecodeRunner::can_implement(config));
     for (int T : {1, 2, 3, 4, 5, 6, 7, 8}) {
       SCOPED_TRACE("T " + std::to_string(T) + (act == DType::kFloat16 ? " fp16" : " bf16") + " warps " +
-                   std::to_string(chunked.warps) + " ctas/SM " + std::to_string(chunked.ctas_per_sm));
+                   std::to_string(chunked.warps) + " ctas/SM " + std::to_string(chunked.ctas_per_sm) +
+                   (chunked.state_major ? " state-major" : "") + (chunked.producer_tokens ? " producer tokens" : ""));
       DecodeShape s = shape(6, T, 4, 8, DType::kBFloat16);
       s.act = act;
       s.with_intermediate = T % 2 == 1; s.padded = 1; s.out_of_place = T % 3 == 0;
@@ -389,13 +439,17 @@ TEST_F(GdnDecodeGpuExtra, ChunkedKernelGatesWindowsAndDeterminism) {
     }
   }
   // Determinism: the same call twice (out of place, so the input stays) gives the same bytes.
-  for (int ctas_per_sm : {2, 3}) {
-    SCOPED_TRACE("ctas/SM " + std::to_string(ctas_per_sm));
+  for (int variant : {2, 3, 4, 5}) {  // three CTAs per SM: 4 state-major, 5 with producer tokens
+    const int ctas_per_sm = std::min(variant, 3);
+    SCOPED_TRACE("ctas/SM " + std::to_string(ctas_per_sm) + " variant " + std::to_string(variant));
     DecodeShape s = shape(300, 4, 16, 32, DType::kBFloat16);
     s.out_of_place = true; s.padded = 7;
     const DecodeProblem p = make_decode_problem(s, 4100);
     DeviceProblem dev(p);
-    auto runner = gdn::decode_runner({DType::kBFloat16, DType::kBFloat16, gdn::DecodeTactic{4, 2, 4, ctas_per_sm, true}});
+    gdn::DecodeTactic tactic{4, 2, 4, ctas_per_sm, true};
+    tactic.state_major = variant >= 4;
+    tactic.producer_tokens = variant == 5;
+    auto runner = gdn::decode_runner({DType::kBFloat16, DType::kBFloat16, tactic});
     DecodeProblem first = p, second = p;
     runner->run(gdn::make_decode_params(dev.args), nullptr);
     CUDA_OK(cudaDeviceSynchronize());

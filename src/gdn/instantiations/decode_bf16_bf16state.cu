@@ -1,6 +1,7 @@
 // Decode kernels for bf16 activations with a bf16 state pool.
 #include "gdn/decode_launch.h"
 #include "gdn/kernels/decode_sm90.cuh"
+#include "gdn/kernels/decode_small_sm90.cuh"
 
 namespace fastinfer::gdn {
 
@@ -8,5 +9,9 @@ template void launch_decode_sm90<DType::kBFloat16, DType::kBFloat16, 8, 1>(const
 template void launch_decode_sm90<DType::kBFloat16, DType::kBFloat16, 8, 2>(const DecodeParams&, int, Stream);
 template void launch_decode_sm90<DType::kBFloat16, DType::kBFloat16, 8, 4>(const DecodeParams&, int, Stream);
 template void launch_decode_sm90<DType::kBFloat16, DType::kBFloat16, 16, 4>(const DecodeParams&, int, Stream);
+
+template void launch_decode_small_sm90<DType::kBFloat16, DType::kBFloat16, 8, 1>(const DecodeParams&, int, Stream);
+template void launch_decode_small_sm90<DType::kBFloat16, DType::kBFloat16, 8, 2>(const DecodeParams&, int, Stream);
+template void launch_decode_small_sm90<DType::kBFloat16, DType::kBFloat16, 16, 4>(const DecodeParams&, int, Stream);
 
 }  // namespace fastinfer::gdn

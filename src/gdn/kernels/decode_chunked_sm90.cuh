@@ -14,6 +14,11 @@
 // the 8 row addresses of one ldmatrix/stmatrix (rows 8m + w of 8 chunks) hit distinct banks.
 // Intermediate states (MTP) are formed token by token from the known u (2 flops per element and
 // token) and stored from registers.
+// ChunkedVariant::kStateMajor (half-state tiles): a CTA takes both tiles of a state back to back
+// (nth_item), and the second reuses the first's prepared tokens (step 1 and its barrier once per
+// state, not per tile; the producer copies no q and k for it). kProducerTokens: the same order, and
+// the producer warp runs step 1 for the next state (double-buffered Tokens, a full/empty mbarrier
+// pair per buffer) while the consumers work on the current one: no token step, no first barrier.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -44,6 +49,15 @@ __device__ __forceinline__ void ldmatrix_x4(std::uint32_t (&r)[4], std::uint32_t
                : "memory");
 }
 
+// The transposed load: lane l gets elements (rows 2 (l % 4), 2 (l % 4) + 1; column l / 4) of each
+// matrix, i.e. an mma B fragment from a [k][n] (n contiguous) layout.
+__device__ __forceinline__ void ldmatrix_x4_trans(std::uint32_t (&r)[4], std::uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr)
+               : "memory");
+}
+
 __device__ __forceinline__ void stmatrix_x4(std::uint32_t addr, const std::uint32_t (&r)[4]) {
   asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};" ::"r"(addr), "r"(r[0]), "r"(r[1]),
                "r"(r[2]), "r"(r[3])
@@ -64,7 +78,7 @@ __device__ __forceinline__ void mma_bf16(float (&d)[4], const std::uint32_t (&a)
 // kCtas: CTAs per SM. 3 (4 warps, windows of <= 4 tokens) puts 12 consumer warps on an SM instead
 // of 8: the kernel is latency-bound (ncu, session 3: no eligible warp in 67% of the cycles), so
 // more independent tile chains per SM; its stages hold kTokens tokens (not 8) so that 3 fit.
-template <class Act, int kTokens, int kWarps, int kCtas = 8 / kWarps>
+template <class Act, int kTokens, int kWarps, int kCtas = 8 / kWarps, ChunkedVariant kVariant = ChunkedVariant::kTileMajor>
 struct ChunkedConfig {
   using State = __nv_bfloat16;
   static constexpr int kConsumerWarpCount = kWarps;
@@ -75,6 +89,8 @@ struct ChunkedConfig {
   static constexpr int kStageTokens = kCtas * kWarps > 8 ? kTokens : kPipelinedMaxTokens;
   static constexpr int kTileRows = 16 * kWarps;
   static constexpr int kTilesPerState = kDecodeHeadDim / kTileRows;
+  static constexpr bool kProducerTokens = kVariant == ChunkedVariant::kProducerTokens;
+  static constexpr int kItemsPerStep = kVariant == ChunkedVariant::kTileMajor ? 1 : kTilesPerState;  // nth_item
   static constexpr int kRowBytes = kDecodeHeadDim * int(sizeof(State));
   static constexpr int kTileBytes = kTileRows * kRowBytes;
   static constexpr int kChunkRows = 8, kChunks = kTileRows / kChunkRows;
@@ -99,18 +115,25 @@ struct ChunkedConfig {
     float alpha[kStageTokens], beta[kStageTokens];
     int in_slot, out_slot;
   };
-  // The rank-T update as an mma: D = P H0 + [W_hi W_hi W_lo 0] [K_hi; K_lo; K_hi; 0], k = 3 T
-  // padded to kUpdateK; B stored per state column (n) with its kUpdateK values, pitch padded so that
-  // the 8 rows of one ldmatrix hit distinct banks (48 and 80 bytes).
-  static constexpr int kUpdateK = kTokens == 4 ? 16 : 32;
-  static constexpr int kUpdatePitch = kUpdateK + 8;
+  // The rank-T update as an mma: D = P H0 + [W_hi W_hi W_lo 0] [K_hi; K_lo; K_hi; 0], segments of
+  // kTokens along k (kUpdateK in all). Its B is read with ldmatrix.trans straight from the operand's
+  // k rows (k hi, k lo) and a 16-byte zero block for the last segment: no transposed copy (which
+  // took 12 two-byte stores per lane and token, 16-way bank conflicted).
+  static constexpr int kUpdateK = 4 * kTokens;
   struct Tokens {
     float k[kTokens][kDecodeHeadDim];  // normalised; rows >= T stay zero
     alignas(16) __nv_bfloat16 operand[kOperandRows][kOperandPitch];
-    alignas(16) __nv_bfloat16 update[kDecodeHeadDim][kUpdatePitch];  // zero past 3 T
+    alignas(16) std::uint32_t zero[4];  // the update B's zero segment (all lanes read these 16 bytes)
     ChunkCoefficients<kTokens> coef;
   };
-  using Ring = StageRing<Stage, Tokens, kCtasPerSm>;
+  // One Tokens buffer, or two filled by the producer (kProducerTokens) with their barriers: full
+  // (the producer's arrival) and empty (warp 0's arrival once a step's items are done with it).
+  static constexpr int kTokenBuffers = kProducerTokens ? 2 : 1;
+  struct TokenBuffers {
+    Tokens buf[kTokenBuffers];
+    std::uint64_t full[2], empty[2];
+  };
+  using Ring = StageRing<Stage, TokenBuffers, kCtasPerSm>;
   static constexpr int kStages = Ring::kStages;
   using Smem = typename Ring::Smem;
   static constexpr int kSmemBytes = Ring::kSmemBytes;
@@ -120,6 +143,8 @@ struct ChunkedConfig {
     if (lane < kChunks)
       bulk_load(st.state + lane * kChunkPitch, tile + lane * kChunkRows * kDecodeHeadDim, kChunkRows * kRowBytes, full);
   }
+  // kProducerTokens: the producer's token step for its i-th item (defined below prepare_token).
+  __device__ static void produce_tokens(const DecodeParams& p, Smem& smem, int i, int s, bool first_of_step, bool valid);
 };
 
 __device__ __forceinline__ float dot4(const float (&x)[4], const float (&y)[4]) {
@@ -196,18 +221,33 @@ __device__ void prepare_token(const DecodeParams& p, const typename Cfg::Stage& 
   split_bf16(kt, hi, lo);
   *reinterpret_cast<uint2*>(&tok.operand[t][4 * lane]) = hi;
   *reinterpret_cast<uint2*>(&tok.operand[2 * kTokens + t][4 * lane]) = lo;
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {  // the update's B: column 4 lane + i, k = t, kTokens + t, 2 kTokens + t
-    const __nv_bfloat16 k_hi = __float2bfloat16_rn(kt[i]);
-    const __nv_bfloat16 k_lo = __float2bfloat16_rn(kt[i] - __bfloat162float(k_hi));
-    tok.update[4 * lane + i][t] = k_hi;
-    tok.update[4 * lane + i][kTokens + t] = k_lo;
-    tok.update[4 * lane + i][2 * kTokens + t] = k_hi;
-  }
   split_bf16(q, hi, lo);
   *reinterpret_cast<uint2*>(&tok.operand[kTokens + t][4 * lane]) = hi;
   *reinterpret_cast<uint2*>(&tok.operand[3 * kTokens + t][4 * lane]) = lo;
   if (lane == 0) chunk_coefficient_row<kTokens>(t, p.tokens, st.alpha, st.beta[t], kk_dot, kq_dot, tok.coef);
+}
+
+// The producer warp, right after issuing the loads of its i-th item (stage s): at the first item
+// of a step, waits for the step's token buffer to be free and for the stage's data (the consumers
+// are still on earlier items), runs the token step for every token, publishes the buffer. One
+// arrival per step (padding too), so the buffers' phases count steps.
+template <class Act, int kTokens, int kWarps, int kCtas, ChunkedVariant kVariant>
+__device__ void ChunkedConfig<Act, kTokens, kWarps, kCtas, kVariant>::produce_tokens(const DecodeParams& p, Smem& smem, int i,
+                                                                                      int s, bool first_of_step, bool valid) {
+  using Cfg = ChunkedConfig<Act, kTokens, kWarps, kCtas, kVariant>;
+  if constexpr (kProducerTokens) {
+    if (!first_of_step) return;
+    const int lane = threadIdx.x % 32;
+    const int step = i / kItemsPerStep, b = step % 2;
+    TokenBuffers& tb = smem.tokens;
+    if (step >= 2) mbarrier_wait(&tb.empty[b], (step / 2 - 1) & 1);
+    if (valid) {
+      mbarrier_wait(&smem.full[s], (i / kStages) & 1);
+      for (int t = 0; t < p.tokens; ++t) prepare_token<Cfg, Act, kTokens>(p, smem.stage[s], tb.buf[b], t, lane);
+    }
+    __syncwarp();  // every lane's writes happen before the arrival that publishes them
+    if (lane == 0) mbarrier_arrive(&tb.full[b]);
+  }
 }
 
 template <class Cfg, class Act, int kTokens>
@@ -218,17 +258,17 @@ __device__ void consume_chunked(const DecodeParams& p, typename Cfg::Smem& smem,
   const int warp = tid / 32, lane = tid % 32;
   const int g = lane / 4, c4 = lane % 4;  // mma fragment coordinates
   const int T = p.tokens;
-  typename Cfg::Tokens& tok = smem.tokens;
   // This thread's two tile rows: fragment rows g and g + 8.
   const int rows[2] = {Cfg::tile_row(g, warp), Cfg::tile_row(g + 8, warp)};
   // ldmatrix/stmatrix row address of this lane within a stage (k-step 0), and of the B operand.
   const int a_row = Cfg::tile_row((lane % 8) + 8 * ((lane / 8) % 2), warp);
   const int a_offset = (a_row / 8) * Cfg::kChunkPitch + (a_row % 8) * Cfg::kRowBytes + 16 * (lane / 16);
-  const std::uint32_t b_base = smem_address(&tok.operand[lane % 8][8 * (lane / 8)]);
+  const std::uint32_t b_base0 = smem_address(&smem.tokens.buf[0].operand[lane % 8][8 * (lane / 8)]);
 
   int prev_stage = -1;  // warp 0: the stage whose bulk stores were issued one item ago
-  int i = 0;
-  for (int item = blockIdx.x; item < items; item += gridDim.x, ++i) {
+  for (int i = 0;; ++i) {
+    const int item = nth_item<Cfg>(i);
+    if (item >= items) break;
     const int s = i % Cfg::kStages;
     mbarrier_wait(&smem.full[s], (i / Cfg::kStages) & 1);
     typename Cfg::Stage& st = smem.stage[s];
@@ -236,6 +276,10 @@ __device__ void consume_chunked(const DecodeParams& p, typename Cfg::Smem& smem,
     const int seq = at.seq, head_v = at.head_v;
     const int in_slot = st.in_slot, out_slot = st.out_slot;
     const bool store = in_slot >= 0 && p.update_state && out_slot >= 0 && out_slot < p.pool_size;
+    const int step = i / Cfg::kItemsPerStep, buffer = Cfg::kProducerTokens ? step % 2 : 0;
+    const bool last_of_step = (i + 1) % Cfg::kItemsPerStep == 0;
+    typename Cfg::Tokens& tok = smem.tokens.buf[buffer];
+    const std::uint32_t b_base = b_base0 + buffer * static_cast<std::uint32_t>(sizeof(typename Cfg::Tokens));
 
     if (in_slot < 0) {  // padding: zero output rows (uniform branch: no barrier inside)
       for (int e = tid; e < T * Cfg::kTileRows; e += Cfg::kConsumerThreads)
@@ -246,8 +290,15 @@ __device__ void consume_chunked(const DecodeParams& p, typename Cfg::Smem& smem,
 #pragma unroll
       for (int ks = 0; ks < 8; ++ks) ldmatrix_x4(a[ks], a_base + 32 * ks);
 
-      for (int t = warp; t < T; t += Cfg::kConsumerWarpCount) prepare_token<Cfg, Act, kTokens>(p, st, tok, t, lane);
-      named_barrier_sync(1, Cfg::kConsumerThreads);
+      // A state's later tiles (state-major order) find its tokens prepared by its first tile, the
+      // CTA's previous item (same slot, so never padding when this one is not).
+      if constexpr (Cfg::kProducerTokens) {
+        // Published by the producer once per step (the wait is free for the step's later items).
+        mbarrier_wait(&smem.tokens.full[buffer], (step / 2) & 1);
+      } else if (item_prepares_tokens<Cfg>(at)) {
+        for (int t = warp; t < T; t += Cfg::kConsumerWarpCount) prepare_token<Cfg, Act, kTokens>(p, st, tok, t, lane);
+        named_barrier_sync(1, Cfg::kConsumerThreads);
+      }
 
       // H0 [k q]: 4 independent accumulators per n-tile (hi/lo half of B x even/odd k-step), so
       // the mma chain is 4 deep instead of 16, summed at the end.
@@ -363,7 +414,18 @@ __device__ void consume_chunked(const DecodeParams& p, typename Cfg::Smem& smem,
             }
             wa[kk][r] = v;
           }
-        const std::uint32_t u_base = smem_address(&tok.update[8 * (lane / 16) + lane % 8][8 * ((lane / 8) % 2)]);
+        // ldmatrix.trans row address of this lane per k-step kk: k index 16 kk + 8 ((lane / 8) % 2)
+        // + lane % 8 of segment seg (0, 2: k hi of token t; 1: k lo; 3: zero), columns 8 (lane / 16)
+        // onwards, advancing 16 columns (32 bytes) per state k-step ks (not in the zero block).
+        std::uint32_t u_addr[kSteps], u_stride[kSteps];
+#pragma unroll
+        for (int kk = 0; kk < kSteps; ++kk) {
+          const int kidx = 16 * kk + 8 * ((lane / 8) % 2) + lane % 8;
+          const int seg = kidx / kTokens, t = kidx % kTokens;
+          const int row = seg == 1 ? 2 * kTokens + t : t;
+          u_addr[kk] = seg == 3 ? smem_address(tok.zero) : smem_address(&tok.operand[row][8 * (lane / 16)]);
+          u_stride[kk] = seg == 3 ? 0u : 32u;
+        }
 #pragma unroll
         for (int ks = 0; ks < 8; ++ks) {
           float c[2][4];
@@ -376,7 +438,7 @@ __device__ void consume_chunked(const DecodeParams& p, typename Cfg::Smem& smem,
 #pragma unroll
           for (int kk = 0; kk < kSteps; ++kk) {
             std::uint32_t b[4];  // n-tiles 2 ks (b[0], b[1]) and 2 ks + 1 (b[2], b[3])
-            ldmatrix_x4(b, u_base + 2 * (16 * ks * Cfg::kUpdatePitch + 16 * kk));
+            ldmatrix_x4_trans(b, u_addr[kk] + ks * u_stride[kk]);
             mma_bf16(c[0], wa[kk], b[0], b[1]);
             mma_bf16(c[1], wa[kk], b[2], b[3]);
           }
@@ -404,16 +466,17 @@ __device__ void consume_chunked(const DecodeParams& p, typename Cfg::Smem& smem,
       bulk_wait_read<1>();  // this lane's store of one item ago has read its stage
       __syncwarp();
       if (lane == 0 && prev_stage >= 0) mbarrier_arrive(&smem.empty[prev_stage]);
+      if (Cfg::kProducerTokens && lane == 0 && last_of_step) mbarrier_arrive(&smem.tokens.empty[buffer]);
       prev_stage = s;
     }
   }
   if (warp == 0) bulk_wait_read<0>();  // shared memory must outlive the last stores' reads
 }
 
-template <class Act, int kTokens, int kWarps, int kCtas>
-__global__ void __launch_bounds__(ChunkedConfig<Act, kTokens, kWarps, kCtas>::kThreads, kCtas)
+template <class Act, int kTokens, int kWarps, int kCtas, ChunkedVariant kVariant>
+__global__ void __launch_bounds__(ChunkedConfig<Act, kTokens, kWarps, kCtas, kVariant>::kThreads, kCtas)
     gdn_decode_chunked_kernel(const __grid_constant__ DecodeParams p) {
-  using Cfg = ChunkedConfig<Act, kTokens, kWarps, kCtas>;
+  using Cfg = ChunkedConfig<Act, kTokens, kWarps, kCtas, kVariant>;
   extern __shared__ __align__(16) unsigned char smem_bytes[];
   auto& smem = *reinterpret_cast<typename Cfg::Smem*>(smem_bytes);
   if (threadIdx.x == 0) {
@@ -421,24 +484,30 @@ __global__ void __launch_bounds__(ChunkedConfig<Act, kTokens, kWarps, kCtas>::kT
       mbarrier_init(&smem.full[s], 1);   // the producer's arrival (+ the copies' bytes)
       mbarrier_init(&smem.empty[s], 1);  // warp 0's arrival once its stores have read the stage
     }
+    for (int b = 0; b < 2; ++b) {
+      mbarrier_init(&smem.tokens.full[b], 1);   // the producer's arrival (kProducerTokens)
+      mbarrier_init(&smem.tokens.empty[b], 1);  // warp 0's arrival at the end of a step
+    }
     mbarrier_init_fence();
   }
   // Tokens past T keep zero operand rows and k rows for the whole launch.
-  for (int e = threadIdx.x; e < kTokens * kDecodeHeadDim; e += blockDim.x) (&smem.tokens.k[0][0])[e] = 0.0f;
-  for (int e = threadIdx.x; e < Cfg::kOperandRows * Cfg::kOperandPitch; e += blockDim.x)
-    (&smem.tokens.operand[0][0])[e] = __float2bfloat16_rn(0.0f);
-  for (int e = threadIdx.x; e < kDecodeHeadDim * Cfg::kUpdatePitch; e += blockDim.x)
-    (&smem.tokens.update[0][0])[e] = __float2bfloat16_rn(0.0f);
+  for (int b = 0; b < Cfg::kTokenBuffers; ++b) {
+    typename Cfg::Tokens& tok = smem.tokens.buf[b];
+    for (int e = threadIdx.x; e < kTokens * kDecodeHeadDim; e += blockDim.x) (&tok.k[0][0])[e] = 0.0f;
+    for (int e = threadIdx.x; e < Cfg::kOperandRows * Cfg::kOperandPitch; e += blockDim.x)
+      (&tok.operand[0][0])[e] = __float2bfloat16_rn(0.0f);
+    if (threadIdx.x < 4) tok.zero[threadIdx.x] = 0u;
+  }
   __syncthreads();
   const int items = p.batch * p.heads_v * Cfg::kTilesPerState;
   if (threadIdx.x >= Cfg::kConsumerThreads) produce<Cfg, Act, typename Cfg::State>(p, smem, items);
   else consume_chunked<Cfg, Act, kTokens>(p, smem, items);
 }
 
-template <class Act, int kTokens, int kWarps, int kCtas>
+template <class Act, int kTokens, int kWarps, int kCtas, ChunkedVariant kVariant>
 void launch_chunked(const DecodeParams& params, Stream stream) {
-  using Cfg = ChunkedConfig<Act, kTokens, kWarps, kCtas>;
-  constexpr auto kernel = gdn_decode_chunked_kernel<Act, kTokens, kWarps, kCtas>;
+  using Cfg = ChunkedConfig<Act, kTokens, kWarps, kCtas, kVariant>;
+  constexpr auto kernel = gdn_decode_chunked_kernel<Act, kTokens, kWarps, kCtas, kVariant>;
   launch_resident<Cfg, kernel, Cfg::kCtasPerSm>(params, stream);
 }
 
@@ -446,7 +515,7 @@ void launch_chunked(const DecodeParams& params, Stream stream) {
 
 namespace fastinfer::gdn {
 
-template <DType kAct, int kWarps, int kCtasPerSm>
+template <DType kAct, int kWarps, int kCtasPerSm, ChunkedVariant kVariant>
 void launch_decode_chunked_sm90(const DecodeParams& params, Stream stream) {
   using Act = typename decode_sm90::CudaType<kAct>::type;
   // Three CTAs per SM fit only windows of <= 4 tokens (stages and token buffers of 8 tokens do not):
@@ -455,9 +524,11 @@ void launch_decode_chunked_sm90(const DecodeParams& params, Stream stream) {
   if (params.tokens > decode_sm90::kPipelinedMaxTokens) {  // a stage holds at most 8 tokens
     launch_decode_sm90<kAct, DType::kBFloat16, 8, 4>(params, 4, stream);
   } else if (params.tokens <= 4) {
-    decode_sm90::launch_chunked<Act, 4, kWarps, kCtasPerSm>(params, stream);
+    decode_sm90::launch_chunked<Act, 4, kWarps, kCtasPerSm, kVariant>(params, stream);
   } else {
-    decode_sm90::launch_chunked<Act, 8, kWarps, kCtasLong>(params, stream);
+    // 5..8 tokens: the producer would run 8 token steps per state; the consumers do (state-major).
+    constexpr ChunkedVariant kLong = kVariant == ChunkedVariant::kProducerTokens ? ChunkedVariant::kStateMajor : kVariant;
+    decode_sm90::launch_chunked<Act, 8, kWarps, kCtasLong, kLong>(params, stream);
   }
 }
 

@@ -5,7 +5,8 @@
 // the loads of the next ones and the store of the previous one.
 //
 // Tile: kTileRows consecutive V rows (all 128 K columns) of one (sequence, head) state, one
-// contiguous run of the pool. Work item i of a CTA is tile blockIdx.x + i * gridDim.x.
+// contiguous run of the pool. Work item i of a CTA is tile blockIdx.x + i * gridDim.x (nth_item;
+// a configuration with kItemsPerStep > 1 takes that many consecutive tiles per step).
 // Warp roles:
 //  - producer (the last warp): per item, waits for a free stage, reads the slot indices, forms the
 //    gates of every token (lane t: token t) and issues bulk copies of the state tile and the raw
@@ -84,6 +85,8 @@ struct PipelinedConfig {
   static_assert(kDecodeHeadDim % kTileRows == 0, "tiles split a state evenly");
   static_assert(kTileRows % 8 == 0, "a tile's v run is a multiple of 16 bytes");
   static constexpr int kTilesPerState = kDecodeHeadDim / kTileRows;
+  static constexpr int kItemsPerStep = 1;  // nth_item: one tile per step
+  static constexpr bool kProducerTokens = false;  // produce(): no token step in the producer
   static constexpr int kTileBytes = kTileRows * kDecodeHeadDim * int(sizeof(State));
   using Stage = PipelineStage<Act, State, kTileRows>;
 
@@ -114,13 +117,29 @@ __device__ __forceinline__ ItemCoords item_coords(const DecodeParams& p, int ite
   return {seq_head / p.heads_v, seq_head % p.heads_v, (item % Cfg::kTilesPerState) * Cfg::kTileRows};
 }
 
+// The item of a CTA's i-th step: steps of Cfg::kItemsPerStep consecutive items (tiles of one state
+// back to back when it is kTilesPerState), the CTAs' steps interleaved. Increasing in i.
+template <class Cfg>
+__device__ __forceinline__ int nth_item(int i) {
+  constexpr int kStep = Cfg::kItemsPerStep;
+  return kStep * (blockIdx.x + (i / kStep) * gridDim.x) + i % kStep;
+}
+
+// Whether the consumers of item `at` need the stage's raw q and k: with whole states per step
+// (Cfg::kItemsPerStep == kTilesPerState > 1) only the state's first tile prepares the tokens.
+template <class Cfg>
+__device__ __forceinline__ bool item_prepares_tokens(const ItemCoords& at) {
+  return Cfg::kItemsPerStep == 1 || at.row0 == 0;
+}
+
 // Producer warp: fills stages ahead of the consumers.
 template <class Cfg, class Act, class State>
 __device__ void produce(const DecodeParams& p, typename Cfg::Smem& smem, int items) {
   constexpr std::int64_t kStateElems = std::int64_t{kDecodeHeadDim} * kDecodeHeadDim;
   const int lane = threadIdx.x % 32;
-  int i = 0;
-  for (int item = blockIdx.x; item < items; item += gridDim.x, ++i) {
+  for (int i = 0;; ++i) {
+    const int item = nth_item<Cfg>(i);
+    if (item >= items) break;
     const int s = i % Cfg::kStages;
     const ItemCoords at = item_coords<Cfg>(p, item);
     // The item's slots and gates are read before waiting for the stage, all at once (the gates do
@@ -150,11 +169,14 @@ __device__ void produce(const DecodeParams& p, typename Cfg::Smem& smem, int ite
       st.out_slot = out_slot;
     }
     __syncwarp();  // the gate and slot writes happen before the arrival that publishes them
+    const bool first_of_step = i % Cfg::kItemsPerStep == 0;
     if (!valid) {
       if (lane == 0) mbarrier_arrive(&smem.full[s]);
+      if constexpr (Cfg::kProducerTokens) Cfg::produce_tokens(p, smem, i, s, first_of_step, false);
       continue;
     }
-    const std::uint32_t token_bytes = (2 * kDecodeHeadDim + Cfg::kTileRows) * sizeof(Act);
+    const bool with_qk = item_prepares_tokens<Cfg>(at);
+    const std::uint32_t token_bytes = ((with_qk ? 2 * kDecodeHeadDim : 0) + Cfg::kTileRows) * sizeof(Act);
     if (lane == 0) mbarrier_arrive_expect_tx(&smem.full[s], Cfg::kTileBytes + p.tokens * token_bytes);
     const State* tile = static_cast<const State*>(p.state) + (std::int64_t{in_slot} * p.heads_v + at.head_v) * kStateElems +
                         at.row0 * kDecodeHeadDim;
@@ -163,10 +185,13 @@ __device__ void produce(const DecodeParams& p, typename Cfg::Smem& smem, int ite
     if (lane < 3 * p.tokens) {
       const int t = lane / 3, which = lane % 3;
       const int head_qk = at.head_v / (p.heads_v / p.heads_qk);
-      if (which == 0) bulk_load(st.q[t], token_row<const Act>(p.q, at.seq, t, head_qk), kDecodeHeadDim * sizeof(Act), &smem.full[s]);
-      else if (which == 1) bulk_load(st.k[t], token_row<const Act>(p.k, at.seq, t, head_qk), kDecodeHeadDim * sizeof(Act), &smem.full[s]);
-      else bulk_load(st.v[t], token_row<const Act>(p.v, at.seq, t, at.head_v) + at.row0, Cfg::kTileRows * sizeof(Act), &smem.full[s]);
+      if (which == 0) {
+        if (with_qk) bulk_load(st.q[t], token_row<const Act>(p.q, at.seq, t, head_qk), kDecodeHeadDim * sizeof(Act), &smem.full[s]);
+      } else if (which == 1) {
+        if (with_qk) bulk_load(st.k[t], token_row<const Act>(p.k, at.seq, t, head_qk), kDecodeHeadDim * sizeof(Act), &smem.full[s]);
+      } else bulk_load(st.v[t], token_row<const Act>(p.v, at.seq, t, at.head_v) + at.row0, Cfg::kTileRows * sizeof(Act), &smem.full[s]);
     }
+    if constexpr (Cfg::kProducerTokens) Cfg::produce_tokens(p, smem, i, s, first_of_step, true);
   }
 }
 
@@ -270,7 +295,7 @@ __global__ void __launch_bounds__(PipelinedConfig<Act, State, kLanesPerRow, kRow
 }
 
 // Launches a resident-CTA decode kernel (pipelined or tensor-core): one CTA per resident slot,
-// at most one per (state, tile) item. Opting in to > 48 KB of shared memory is per device: done on
+// at most one per step (Cfg::kItemsPerStep items). Opting in to > 48 KB of shared memory is per device: done on
 // each device's first launch (OncePerDevice), with the resident CTAs per SM it gives (the same on
 // every Hopper part), capped at the kCtasPerSm the configuration was sized for.
 template <class Cfg, auto kKernel, int kCtasPerSm>
@@ -286,9 +311,9 @@ void launch_resident(const DecodeParams& params, Stream stream) {
     FASTINFER_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kKernel, Cfg::kThreads, Cfg::kSmemBytes));
     resident_per_sm.store(std::max(1, std::min(resident, kCtasPerSm)), std::memory_order_relaxed);
   });
-  const long long items = static_cast<long long>(params.batch) * params.heads_v * Cfg::kTilesPerState;
+  const long long steps = static_cast<long long>(params.batch) * params.heads_v * Cfg::kTilesPerState / Cfg::kItemsPerStep;
   const long long ctas =
-      std::min<long long>(items, static_cast<long long>(resident_per_sm.load(std::memory_order_relaxed)) * params.sm_count);
+      std::min<long long>(steps, static_cast<long long>(resident_per_sm.load(std::memory_order_relaxed)) * params.sm_count);
   kKernel<<<static_cast<unsigned>(ctas), Cfg::kThreads, Cfg::kSmemBytes, stream>>>(params);
   FASTINFER_CUDA_CHECK(cudaGetLastError());
 }
