@@ -4,7 +4,7 @@
 // and nominal flops over the measured bf16 peak). Inputs bf16, alpha in [0.9, 1), beta in
 // [0.05, 1), k L2-normalised in the kernel, no initial or final state (the anchors' setting:
 // state I/O is measured separately). Besides gdn::prefill (which may pick CP), the non-CP kernel
-// with each inverse source (T solved in the kernel / precomputed by CP stage 1) and where CTA 0's
+// with each inverse source (T solved in the kernel / Tinv or T_g precomputed by CP stage 1) and where CTA 0's
 // time goes in each (clock64 cycles per chunk of the producer's and the consumers' phases).
 #include <cmath>
 #include <cstdio>
@@ -67,8 +67,8 @@ nlohmann::json phase_profile(const gdn::PrefillArgs& args, gdn::PrefillRunOption
 
 nlohmann::json run_gdn_prefill(const BenchOptions& options) {
   nlohmann::json rows = nlohmann::json::array();
-  std::printf("%-10s %6s %9s %9s %9s %8s %9s %9s %22s\n", "shape NxL", "heads", "ms", "solve ms", "tinv ms", "TFLOP/s",
-              "floor ms", "ms/floor", "anchor ms/ms");
+  std::printf("%-10s %6s %9s %9s %9s %9s %8s %9s %9s %22s\n", "shape NxL", "heads", "ms", "solve ms", "tinv ms", "T_g ms",
+              "TFLOP/s", "floor ms", "ms/floor", "anchor ms/ms");
   for (const PrefillShape& s : kShapes) {
     const std::string label = std::to_string(s.seqs) + "x" + std::to_string(s.len);
     if (!options.only_shapes.empty() && label.find(options.only_shapes) == std::string::npos) continue;
@@ -115,19 +115,82 @@ nlohmann::json run_gdn_prefill(const BenchOptions& options) {
     };
     const double solve_ms = kernel_ms(gdn::InverseSource::kSolveInKernel);
     const double tinv_ms = kernel_ms(gdn::InverseSource::kPrecompute);
+    const double t_gated_ms = kernel_ms(gdn::InverseSource::kPrecomputeGated);
+    // The chunk table + stage 1 alone (writing T_g), the part of t_gated_ms before the kernel.
+    const double stage1_ms = median_ms(
+        [&](int i) {
+          gdn::prefill_with_options(args[i % sets], nullptr,
+                                    {.inverse = gdn::InverseSource::kPrecomputeGated, .precompute_only = true});
+        },
+        3, reps);
+    std::printf("  stage 1 (chunk table + T_g) alone: %.3f ms\n", stage1_ms);
+    // Where the workspace cap makes the kernel solve (8192 x 32 at 16/64: 12.9 GB of T_g rows),
+    // T_g with the cap lifted: what the cap costs.
+    if (s.seqs * std::int64_t{s.hv} > 65536) {
+      const gdn::PrefillRunOptions uncapped{.inverse = gdn::InverseSource::kPrecomputeGated,
+                                            .precompute_max_bytes = std::size_t{1} << 40};
+      const double lifted_ms =
+          median_ms([&](int i) { gdn::prefill_with_options(args[i % sets], nullptr, uncapped); }, 3, reps);
+      auto stage1_only = uncapped;
+      stage1_only.precompute_only = true;
+      const double lifted_stage1_ms =
+          median_ms([&](int i) { gdn::prefill_with_options(args[i % sets], nullptr, stage1_only); }, 3, reps);
+      std::printf("  T_g with the workspace cap lifted: %.3f ms (stage 1 alone %.3f ms)\n", lifted_ms, lifted_stage1_ms);
+      phase_profile(args[0], uncapped, "T_g uncapped");
+    }
     const double flops = 4.0 * T * s.hv * D * D;
     const double tflops = flops / (ms * 1e-3) / 1e12;
     const double floor = floor_ms(static_cast<double>(bytes), flops);
     const std::string heads = std::to_string(s.hq) + "/" + std::to_string(s.hv);
-    std::printf("%-10s %6s %9.3f %9.3f %9.3f %8.1f %9.3f %9.1f %22s\n", label.c_str(), heads.c_str(), ms, solve_ms, tinv_ms,
-                tflops, floor, ms / floor,
+    std::printf("%-10s %6s %9.3f %9.3f %9.3f %9.3f %8.1f %9.3f %9.1f %22s\n", label.c_str(), heads.c_str(), ms, solve_ms,
+                tinv_ms, t_gated_ms, tflops, floor, ms / floor,
                 s.anchor_ms > 0 ? (std::to_string(s.anchor_ms / ms) + " " + s.anchor).c_str() : "-");
     const nlohmann::json solve_profile = phase_profile(args[0], {.inverse = gdn::InverseSource::kSolveInKernel}, "solve");
     const nlohmann::json tinv_profile = phase_profile(args[0], {.inverse = gdn::InverseSource::kPrecompute}, "tinv");
+    const nlohmann::json t_gated_profile = phase_profile(args[0], {.inverse = gdn::InverseSource::kPrecomputeGated}, "T_g");
     rows.push_back({{"shape", label}, {"heads", heads}, {"tokens", T}, {"median_ms", ms}, {"nominal_tflops", tflops},
-                    {"solve_ms", solve_ms}, {"tinv_ms", tinv_ms}, {"floor_ms", floor}, {"anchor_ms", s.anchor_ms},
+                    {"solve_ms", solve_ms}, {"tinv_ms", tinv_ms}, {"t_gated_ms", t_gated_ms}, {"stage1_ms", stage1_ms}, {"floor_ms", floor}, {"anchor_ms", s.anchor_ms},
                     {"anchor", s.anchor}, {"state", "none"}, {"cycles_per_chunk_solve", solve_profile},
-                    {"cycles_per_chunk_tinv", tinv_profile}});
+                    {"cycles_per_chunk_tinv", tinv_profile}, {"cycles_per_chunk_t_gated", t_gated_profile}});
+  }
+  // Tiny calls (1 sequence of 64 or 1024 tokens, 16/32): one launch (the kernel solves T) against
+  // three (chunk table, stage 1, kernel): GPU ms and the caller's host us per call for each source.
+  for (const int len : {64, 1024}) {
+    const std::int64_t T = len;
+    DeviceBuffer q(T * 16 * 128 * 2), k(T * 16 * 128 * 2), v(T * 32 * 128 * 2), out(T * 32 * 128 * 2), cu(8);
+    DeviceBuffer alpha(T * 32 * 4), beta(T * 32 * 4);
+    fill_uniform(q.get(), DType::kBFloat16, T * 16 * 128, -1, 1, 5);
+    fill_uniform(k.get(), DType::kBFloat16, T * 16 * 128, -1, 1, 6);
+    fill_uniform(v.get(), DType::kBFloat16, T * 32 * 128, -1, 1, 7);
+    fill_uniform(alpha.get(), DType::kFloat32, T * 32, 0.9f, 1.0f, 8);
+    fill_uniform(beta.get(), DType::kFloat32, T * 32, 0.05f, 1.0f, 9);
+    const std::int32_t offsets[2] = {0, len};
+    FASTINFER_CUDA_CHECK(cudaMemcpy(cu.get(), offsets, 8, cudaMemcpyHostToDevice));
+    gdn::PrefillArgs a;
+    const Device dev = Device::cuda(0);
+    a.q = TensorView::contiguous(q.get(), DType::kBFloat16, {T, 16, 128}, dev);
+    a.k = TensorView::contiguous(k.get(), DType::kBFloat16, {T, 16, 128}, dev);
+    a.v = TensorView::contiguous(v.get(), DType::kBFloat16, {T, 32, 128}, dev);
+    a.cu_seqlens = TensorView::contiguous(cu.get(), DType::kInt32, {2}, dev);
+    a.alpha = TensorView::contiguous(alpha.get(), DType::kFloat32, {T, 32}, dev);
+    a.beta = TensorView::contiguous(beta.get(), DType::kFloat32, {T, 32}, dev);
+    a.use_qk_l2norm = true;
+    a.use_cp = gdn::UseCp::kOff;
+    a.output = TensorView::contiguous(out.get(), DType::kBFloat16, {T, 32, 128}, dev);
+    const std::string label = "1x" + std::to_string(len);
+    nlohmann::json row{{"shape", label + " tiny call"}, {"heads", "16/32"}};
+    for (const auto& [name, source] : {std::pair{"solve", gdn::InverseSource::kSolveInKernel},
+                                       std::pair{"tinv", gdn::InverseSource::kPrecompute},
+                                       std::pair{"t_gated", gdn::InverseSource::kPrecomputeGated},
+                                       std::pair{"auto", gdn::InverseSource::kAuto}}) {
+      const auto call = [&, source = source] { gdn::prefill_with_options(a, nullptr, {.inverse = source}); };
+      const double ms = median_ms([&](int) { call(); }, 5, options.quick ? 10 : 50);
+      const double us = host_us_per_call(call, options.quick ? 200 : 2000);
+      std::printf("tiny call %s 16/32 %-7s: %.4f ms GPU, %.2f us host per call\n", label.c_str(), name, ms, us);
+      row[std::string(name) + "_ms"] = ms;
+      row[std::string(name) + "_host_us"] = us;
+    }
+    rows.push_back(row);
   }
   // Host cost of one call on a warm runner cache (what the caller's thread pays).
   {

@@ -42,6 +42,11 @@ struct CpStageParams {
 
   // Workspace slices.
   float* block_inverse = nullptr;  // [N * blocks_per_seq, Hsab, 64, 64], Tinv without diag(beta)
+  // Optional (gdn::prefill's non-CP path): stage 1 also writes T_g = (Tinv diag(beta)) o Gamma of
+  // every block as a rounded pair hi + lo in the input dtype, [N * blocks_per_seq, Hsab, 2, 64, 64]
+  // (hi, then lo; only the 16x16 blocks on or below the diagonal are written); block_inverse may
+  // then be null.
+  void* block_t_gated = nullptr;
   float* map_m = nullptr;          // [N * chunks_per_seq * map_splits, Hsab, 128, 128], M of H_out = H_in M + B
   float* map_b = nullptr;          // same shape, B
   float* chunk_states = nullptr;   // [N * chunks_per_seq, Hsab, 128, 128], the state entering each chunk

@@ -29,13 +29,14 @@ InverseWorkspace carve(void* base, std::int64_t rows, std::int64_t heads) {
 
 }  // namespace
 
-const float* precompute_chunk_inverses(const PrefillParams& p, InputType input, int device, Stream stream) {
+const void* precompute_chunk_inverses(const PrefillParams& p, InputType input, int device, Stream stream,
+                                      PrecomputedForm form, std::size_t max_bytes) {
   if (p.num_seqs <= 0 || p.total_tokens <= 0 || p.segment_offsets != nullptr) return nullptr;
   // Chunk c of sequence n is row cu_seqlens[n] / 64 + n + c (PrefillParams::chunk_inverse).
   const std::int64_t rows = p.total_tokens / kBlock + p.num_seqs;
   if (rows > detail::kCpMaxSequences) return nullptr;  // stage 1 runs one row per grid z index
   const std::size_t bytes = carve(nullptr, rows, p.num_state_heads).bytes;
-  if (bytes > kMaxPrecomputedInverseBytes) return nullptr;
+  if (bytes > max_bytes) return nullptr;
   const InverseWorkspace w =
       carve(WorkspacePool::global().get(device, stream, "gdn.prefill.inverse", bytes), rows, p.num_state_heads);
   launch_prefill_chunk_rows(p, w.offsets, rows, stream);
@@ -58,7 +59,12 @@ const float* precompute_chunk_inverses(const PrefillParams& p, InputType input, 
   s.chunk_len = static_cast<int>(kBlock);
   s.chunks_per_seq = 1;
   s.blocks_per_seq = 1;
-  s.block_inverse = w.inverse;
+  // T_g hi + lo (2 x 2 bytes per element) takes the bytes of the fp32 Tinv it replaces.
+  if (form == PrecomputedForm::kTGated) {
+    s.block_t_gated = w.inverse;
+  } else {
+    s.block_inverse = w.inverse;
+  }
   if (input == InputType::kBFloat16) {
     detail::launch_cp_block_inverse<detail::CpInputType::kBFloat16>(s, stream);
   } else {

@@ -38,7 +38,15 @@ bool PrefillRunner::can_implement(const PrefillParams& p) {
                                      ? p.segment_sequence == nullptr && p.segment_states == nullptr
                                      : p.segment_sequence != nullptr && p.segment_states != nullptr && p.num_segments >= 0;
   const bool inverse_rows = p.chunk_inverse == nullptr || p.segment_offsets == nullptr || p.chunk_inverse_segment_blocks > 0;
-  return segments_complete && inverse_rows && p.num_state_heads > 0 && p.num_seqs >= 0;
+  const bool t_gated_rows = p.chunk_t_gated == nullptr || p.segment_offsets == nullptr;
+  return segments_complete && inverse_rows && t_gated_rows && p.num_state_heads > 0 && p.num_seqs >= 0;
+}
+
+bool tiny_prefill_call(const PrefillParams& p, int sm_count) {
+  const std::int64_t items = static_cast<std::int64_t>(p.num_seqs) * p.num_state_heads;
+  const std::int64_t ctas = items < sm_count ? items : sm_count;
+  const std::int64_t chunks = (p.total_tokens / 64 + p.num_seqs) * p.num_state_heads;  // an upper bound
+  return chunks <= kTinyCallChunksPerCta * ctas;
 }
 
 void PrefillRunner::run(const PrefillParams& params, Stream stream, const PrefillRunOptions& options) const {
@@ -46,8 +54,19 @@ void PrefillRunner::run(const PrefillParams& params, Stream stream, const Prefil
   if (rows == 0 || params.total_tokens == 0) return;
   DeviceGuard guard(key_.device);
   PrefillParams p = params;
-  if (options.inverse == InverseSource::kPrecompute && p.chunk_inverse == nullptr && p.segment_offsets == nullptr)
-    p.chunk_inverse = precompute_chunk_inverses(p, key_.input, key_.device, stream);  // nullptr: solve in the kernel
+  // nullptr from precompute_chunk_inverses: the kernel solves T.
+  const bool own_rows = p.chunk_inverse == nullptr && p.chunk_t_gated == nullptr && p.segment_offsets == nullptr;
+  InverseSource inverse = options.inverse;
+  if (inverse == InverseSource::kAuto)
+    inverse = tiny_prefill_call(p, sm_count_) ? InverseSource::kSolveInKernel : InverseSource::kPrecomputeGated;
+  const std::size_t max_bytes = options.precompute_max_bytes > 0 ? options.precompute_max_bytes : kMaxPrecomputedInverseBytes;
+  if (own_rows && inverse == InverseSource::kPrecompute)
+    p.chunk_inverse = static_cast<const float*>(
+        precompute_chunk_inverses(p, key_.input, key_.device, stream, PrecomputedForm::kInverse, max_bytes));
+  if (own_rows && inverse == InverseSource::kPrecomputeGated)
+    p.chunk_t_gated =
+        precompute_chunk_inverses(p, key_.input, key_.device, stream, PrecomputedForm::kTGated, max_bytes);
+  if (options.precompute_only) return;
   launch_(p, options.ctas > 0 ? options.ctas : sm_count_, stream, options.profile);
 }
 

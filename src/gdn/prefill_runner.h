@@ -2,6 +2,7 @@
 // The GDN prefill runner: an immutable object per (device, input dtype) that launches the
 // warp-specialised kernel (docs/GDN_PREFILL_FAST.md). Built once (it opts the kernel into its
 // shared memory on the device) and cached by gdn::prefill; run() only launches.
+#include <cstddef>
 #include <memory>
 
 #include "fastinfer/context.h"
@@ -23,16 +24,27 @@ struct PrefillRunnerKeyHash {
 
 // Where the kernel gets each chunk's T = (I + A0)^-1 on calls without a chunk_inverse of their
 // own (non-CP calls): solved by the kernel's producer, or precomputed for all chunks in parallel by
-// CP stage 1 first (prefill_inverse.h).
-enum class InverseSource : std::uint8_t { kSolveInKernel, kPrecompute };
+// CP stage 1 first (prefill_inverse.h), either as the gate-free Tinv (the consumers build T_g from
+// it, as CP stage 4 does) or as T_g itself.
+// kAuto: T_g precomputed, except for tiny calls (tiny_prefill_call), where the kernel alone (one
+// launch instead of three) solves T.
+enum class InverseSource : std::uint8_t { kSolveInKernel, kPrecompute, kPrecomputeGated, kAuto };
 // gdn::prefill's choice (docs/GDN_PREFILL_FAST.md, "Measured").
-inline constexpr InverseSource kDefaultInverseSource = InverseSource::kPrecompute;
+inline constexpr InverseSource kDefaultInverseSource = InverseSource::kAuto;
+
+// At most this many chunks per persistent CTA (bounded from the host-known sizes: T / 64 + N chunks
+// per head) make a call tiny: the kernel solves T itself instead of waiting for the chunk table
+// and stage 1 (H200, session 4 batch 1: see docs/GDN_PREFILL_FAST.md).
+inline constexpr std::int64_t kTinyCallChunksPerCta = 2;
+bool tiny_prefill_call(const PrefillParams& params, int sm_count);
 
 // Launch choices that tests and benchmarks vary; gdn::prefill uses the defaults.
 struct PrefillRunOptions {
   InverseSource inverse = kDefaultInverseSource;
   int ctas = 0;                           // persistent CTAs; 0 = the SM count
   unsigned long long* profile = nullptr;  // a zeroed device FastProfile (prefill_fast_launch.h)
+  bool precompute_only = false;           // benchmarks: launch the chunk table and stage 1, not the kernel
+  std::size_t precompute_max_bytes = 0;   // workspace cap of the precomputed T; 0 = kMaxPrecomputedInverseBytes
 };
 
 class PrefillRunner {

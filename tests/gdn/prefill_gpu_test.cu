@@ -1,6 +1,6 @@
 // GPU tests of gdn::prefill against the fp64 oracle on the issue's grid (heads x lengths) and on
-// gate, scale, state-form, state-dtype and checkpoint variations, each run with both inverse
-// sources of the kernel (T solved by the producer, T precomputed by CP stage 1) and with few
+// gate, scale, state-form, state-dtype and checkpoint variations, each run with the three inverse
+// sources of the kernel (T solved by the producer, Tinv or T_g precomputed by CP stage 1) and with few
 // persistent CTAs over many ragged items; outputs and states are poisoned with NaN before every
 // run so unwritten elements fail; inputs are fresh random values.
 #include <cuda_runtime.h>
@@ -22,15 +22,17 @@ class GdnPrefillGpu : public GpuTest {};
 
 int failures = 0;
 
-// gdn::prefill's non-CP path with the kernel solving T and with T precomputed (CP stage 1).
+// gdn::prefill's non-CP path with the kernel solving T, with Tinv and with T_g precomputed (CP stage 1).
 void check(const PrefillCase& c, std::uint64_t seed, bool in_place = false, int ctas = 0) {
   const auto with = [ctas](gdn::InverseSource inverse) {
     return [ctas, inverse](const gdn::PrefillArgs& a) { gdn::prefill_with_options(a, nullptr, {.inverse = inverse, .ctas = ctas}); };
   };
-  const std::string solve = "solve ctas " + std::to_string(ctas), tinv = "tinv ctas " + std::to_string(ctas);
-  failures += run_variants_against_oracle(
-      c, seed, in_place,
-      {{solve.c_str(), with(gdn::InverseSource::kSolveInKernel)}, {tinv.c_str(), with(gdn::InverseSource::kPrecompute)}});
+  const std::string solve = "solve ctas " + std::to_string(ctas), tinv = "tinv ctas " + std::to_string(ctas),
+                    tg = "T_g ctas " + std::to_string(ctas);
+  failures += run_variants_against_oracle(c, seed, in_place,
+                                          {{solve.c_str(), with(gdn::InverseSource::kSolveInKernel)},
+                                           {tinv.c_str(), with(gdn::InverseSource::kPrecompute)},
+                                           {tg.c_str(), with(gdn::InverseSource::kPrecomputeGated)}});
 }
 
 TEST_F(GdnPrefillGpu, HeadsTimesLengthsGrid) {

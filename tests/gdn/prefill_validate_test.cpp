@@ -7,6 +7,7 @@
 #include <string>
 
 #include "fastinfer/error.h"
+#include "gdn/prefill_runner.h"
 #include "prefill_test_util.h"
 
 namespace fastinfer::testing {
@@ -108,6 +109,25 @@ INSTANTIATE_TEST_SUITE_P(
                   a.cu_seqlens = reshaped(a.cu_seqlens, {65537});  // shape only: rejected before any value is read
                 }, "use_cp must be Auto or Off for more than 65535 sequences"}),
     [](const ::testing::TestParamInfo<BadCase>& info) { return info.param.name; });
+
+// The tiny-call rule of the default inverse source: at most kTinyCallChunksPerCta chunks per
+// persistent CTA, bounded by T / 64 + N chunks per head.
+TEST(GdnPrefillTinyCall, RuleBoundsChunksPerCta) {
+  gdn::PrefillParams p;
+  p.num_state_heads = 32;
+  const auto tiny = [&](int seqs, std::int64_t tokens, int sms) {
+    p.num_seqs = seqs, p.total_tokens = tokens;
+    return gdn::tiny_prefill_call(p, sms);
+  };
+  EXPECT_TRUE(tiny(1, 64, 132));     // (1 + 1) x 32 chunks on 32 CTAs
+  EXPECT_TRUE(tiny(2, 128, 132));    // (2 + 2) x 32 on 64
+  EXPECT_FALSE(tiny(1, 128, 132));   // (2 + 1) x 32 on 32
+  EXPECT_FALSE(tiny(1, 1024, 132));  // 17 x 32 on 32
+  EXPECT_TRUE(tiny(4, 256, 132));    // (4 + 4) x 32 = 256 on 128 CTAs
+  EXPECT_FALSE(tiny(4, 256, 100));   // 256 on 100
+  EXPECT_FALSE(tiny(8, 64, 132));    // (1 + 8) x 32 = 288 on 132
+  EXPECT_FALSE(tiny(64, 65536, 132));
+}
 
 }  // namespace
 }  // namespace fastinfer::testing

@@ -1,22 +1,71 @@
 #pragma once
 // CP stage 1: per 64-token block and state head, Tinv = (I + strict_lower(diag(beta) K K^T))^-1
-// (gate-free; docs/GDN_CP.md). K K^T on tensor cores, then 64 threads each solve one column by
-// forward substitution entirely in registers (the column's earlier entries are the thread's own,
-// so the solve needs no synchronisation).
+// (gate-free; docs/GDN_CP.md), and/or (gdn::prefill's non-CP path) the gated T_g the prefill
+// kernel's consumers use, as a rounded pair hi + lo. Two warps: K K^T on tensor cores, then each
+// of the 64 threads solves one column by forward substitution entirely in registers (the column's
+// earlier entries are the thread's own, so the solve needs no synchronisation).
 #include "gdn/cp_launch.h"
 #include "gdn/kernels/cp_common_sm90.cuh"
 
 namespace fastinfer::gdn::detail::cp {
 
-inline constexpr int kInverseThreads = 128;
+// Two warps, so every warp solves: with four (two idle during the solve) ncu showed 5 CTAs per SM,
+// 17 % achieved occupancy and 8 cycles per issued instruction, 1.1 ms at 64x1k 16/32 (H200,
+// session 4 batch 1); A0 reuses the K tile's shared memory, so 10 CTAs (20 solving warps) fit.
+inline constexpr int kInverseThreads = 64;
 inline constexpr int kRowPad = 8;  // bf16 row padding: rows 272 B apart keep MMA fragment loads conflict-free
+
+// Column c of Tinv by forward substitution, entirely in registers (the column's earlier entries
+// are the thread's own), from row kFirst <= c on: the entries above are zero, so the warp of
+// columns 32-63 skips that half (496 instead of 2016 FMAs per thread; stage 1 is instruction-bound,
+// ncu in docs/GDN_CP.md). Then the column into block_inverse (all 64 rows) and/or block_t_gated
+// (the rows of 16x16 blocks on or below the diagonal: the prefill kernel reads only those).
+template <class In, int kFirst>
+__device__ __forceinline__ void solve_and_store_column(const CpStageParams& p, const float (&a0)[kC][kC], const float* gates,
+                                                       const float* beta, std::int64_t row, int c) {
+  using E = typename In::T;
+  float x[kC];
+#pragma unroll
+  for (int i = 0; i < kFirst; ++i) x[i] = 0.f;
+#pragma unroll
+  for (int i = kFirst; i < kC; ++i) {
+    float s = i == c ? 1.f : 0.f;
+#pragma unroll
+    for (int j = kFirst; j < i; ++j) s = fmaf(-a0[i][j], x[j], s);
+    x[i] = s;
+  }
+  if (p.block_inverse != nullptr) {
+    float* out = p.block_inverse + row * kC * kC;
+#pragma unroll
+    for (int i = 0; i < kC; ++i) out[i * kC + c] = x[i];
+  }
+  if (p.block_t_gated != nullptr) {
+    // T_g[i][c] = Tinv[i][c] beta_c e^{G_i - G_c} (i >= c, else 0), rounded hi + lo: what the
+    // prefill kernel's consumers read (prefill_fast_t_gated.cuh computes the same per chunk).
+    E* hi = static_cast<E*>(p.block_t_gated) + row * 2 * kC * kC;
+    E* lo = hi + kC * kC;
+    const float beta_c = beta[c], g_c = gates[c];
+#pragma unroll
+    for (int i = kFirst; i < kC; ++i) {
+      if (i / 16 >= c / 16) {
+        const float value = i >= c ? x[i] * beta_c * __expf(gates[i] - g_c) : 0.f;
+        const E rounded = In::from_float(value);
+        hi[i * kC + c] = rounded;
+        lo[i * kC + c] = In::from_float(value - In::to_float(rounded));
+      }
+    }
+  }
+}
 
 template <CpInputType kInput>
 __global__ void __launch_bounds__(kInverseThreads) block_inverse_kernel(const CpStageParams p) {
   using In = Input<kInput>;
   using E = typename In::T;
-  __shared__ alignas(16) E k_rows[kC][kD + kRowPad];
-  __shared__ alignas(16) float a0[kC][kC];
+  // K rows, then A0 in the same bytes once every warp has read K.
+  __shared__ alignas(16) unsigned char tiles[sizeof(E) * kC * (kD + kRowPad)];
+  static_assert(sizeof(float) * kC * kC <= sizeof(tiles));
+  auto& k_rows = *reinterpret_cast<E(*)[kC][kD + kRowPad]>(tiles);
+  auto& a0 = *reinterpret_cast<float(*)[kC][kC]>(tiles);
   __shared__ float gates[kC], beta[kC];
 
   const int block = blockIdx.x, h = blockIdx.y, n = blockIdx.z;
@@ -34,9 +83,9 @@ __global__ void __launch_bounds__(kInverseThreads) block_inverse_kernel(const Cp
   k_fetch.store(p.use_qk_l2norm, warp, lane, [&](int r, int c, float x) { k_rows[r][c] = In::from_float(x); });
   gate_fetch.finish(gates, beta);  // synchronises
 
-  // K K^T: warp (w / 2, w % 2) computes the 32x32 tile at rows 32*(w/2), columns 32*(w%2).
-  const int r0 = (warp / 2) * 32, c0 = (warp % 2) * 32;
-  float acc[2][4][4] = {};
+  // K K^T: warp w computes rows 32 w .. 32 w + 31, columns j < 32 (w + 1) (every j < i of them).
+  const int r0 = warp * 32, col_tiles = 4 * (warp + 1);
+  float acc[2][8][4] = {};
 #pragma unroll
   for (int ks = 0; ks < kD / 16; ++ks) {
     std::uint32_t a[2][4];
@@ -49,38 +98,38 @@ __global__ void __launch_bounds__(kInverseThreads) block_inverse_kernel(const Cp
       a[mt][3] = lds_pair(&k_rows[row + 8][col + 8]);
     }
 #pragma unroll
-    for (int nt = 0; nt < 4; ++nt) {
-      const std::uint32_t b0 = lds_pair(&k_rows[c0 + nt * 8 + g][ks * 16 + 2 * t]);
-      const std::uint32_t b1 = lds_pair(&k_rows[c0 + nt * 8 + g][ks * 16 + 2 * t + 8]);
+    for (int nt = 0; nt < 8; ++nt) {
+      if (nt < col_tiles) {
+        const std::uint32_t b0 = lds_pair(&k_rows[nt * 8 + g][ks * 16 + 2 * t]);
+        const std::uint32_t b1 = lds_pair(&k_rows[nt * 8 + g][ks * 16 + 2 * t + 8]);
 #pragma unroll
-      for (int mt = 0; mt < 2; ++mt) In::mma(acc[mt][nt], a[mt], b0, b1);
+        for (int mt = 0; mt < 2; ++mt) In::mma(acc[mt][nt], a[mt], b0, b1);
+      }
     }
   }
+  __syncthreads();  // K read by both warps: A0 overwrites it
+  // The solve reads A0[i][j] for j < i only, so the tiles right of col_tiles stay unwritten.
 #pragma unroll
   for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
-    for (int nt = 0; nt < 4; ++nt)
+    for (int nt = 0; nt < 8; ++nt)
+      if (nt < col_tiles) {
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int i = r0 + mt * 16 + g + (e / 2) * 8, j = c0 + nt * 8 + 2 * t + (e % 2);
-        a0[i][j] = j < i ? beta[i] * acc[mt][nt][e] : 0.f;
+        for (int e = 0; e < 4; ++e) {
+          const int i = r0 + mt * 16 + g + (e / 2) * 8, j = nt * 8 + 2 * t + (e % 2);
+          a0[i][j] = j < i ? beta[i] * acc[mt][nt][e] : 0.f;
+        }
       }
   __syncthreads();
 
-  if (threadIdx.x < kC) {
-    const int c = threadIdx.x;
-    float x[kC];
-#pragma unroll
-    for (int i = 0; i < kC; ++i) {
-      float s = i == c ? 1.f : 0.f;
-#pragma unroll
-      for (int j = 0; j < i; ++j) s = fmaf(-a0[i][j], x[j], s);
-      x[i] = s;
-    }
-    float* out = p.block_inverse +
-                 ((static_cast<std::int64_t>(n) * p.blocks_per_seq + block) * p.num_state_heads + h) * kC * kC;
-#pragma unroll
-    for (int i = 0; i < kC; ++i) out[i * kC + c] = x[i];
+  static_assert(kInverseThreads == kC, "one column per thread");
+  const int c = threadIdx.x;
+  const std::int64_t row = (static_cast<std::int64_t>(n) * p.blocks_per_seq + block) * p.num_state_heads + h;
+  // Warp-uniform: warp 1's columns start at row 32.
+  if (c < kC / 2) {
+    solve_and_store_column<In, 0>(p, a0, gates, beta, row, c);
+  } else {
+    solve_and_store_column<In, kC / 2>(p, a0, gates, beta, row, c);
   }
 }
 

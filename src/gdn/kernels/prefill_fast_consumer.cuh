@@ -103,13 +103,19 @@ __device__ __forceinline__ void consumer_sync() {
   named_barrier_sync(FastConfig::kConsumerBarrier, FastConfig::kConsumerThreads);
 }
 
+// What the consumers compute of a chunk before its state products (the producer did the rest):
+// nothing (it solved T and built T_g and P), P (T_g was precomputed and loaded), or T_g from a
+// loaded Tinv and P.
+enum class ConsumerPrep : std::uint8_t { kNone, kP, kTGatedAndP };
+
 // One chunk for warp w: reads the stage, updates `state`, writes the output rows [0, len). With
-// `build_t_gated` (T was loaded, not solved by the producer) the consumers first turn the stage's
-// Tinv into T_g and compute P together (two consumer barriers: Tinv read before T_g overwrites it,
-// T_g and P complete before U).
+// `prep` kTGatedAndP the consumers first turn the stage's Tinv into T_g and compute P together
+// (two consumer barriers: Tinv read before T_g overwrites it, T_g and P complete before U); with
+// kP they compute P first and meet at the barrier before U (one barrier later, before the product
+// that reads P, spilled 60 bytes more: ptxas, bf16).
 template <InputType kType>
 __device__ __forceinline__ void consume_chunk(StateFragment& state, unsigned char* stage, unsigned char* smem,
-                                              const ChunkOutput& out, bool build_t_gated, int warp, int lane) {
+                                              const ChunkOutput& out, ConsumerPrep prep, int warp, int lane) {
   using Cfg = FastConfig;
   using Op = Operand<kType>;
   using Element = typename Op::Element;
@@ -127,10 +133,9 @@ __device__ __forceinline__ void consume_chunk(StateFragment& state, unsigned cha
   std::uint32_t xa[4][4], xa_lo[4][4];  // X^T as a rounded pair hi + lo
   // X^T = V^T - (S K^T) diag(e^G); V^T pairs come from V[t][v] with ldmatrix.trans: matrix mat
   // covers t +8 (mat / 2), v +8 (mat % 2), which is the A layout of the 16x16 block (v, t).
-  if (build_t_gated) {
+  if (prep == ConsumerPrep::kTGatedAndP)
     write_t_gated_from_loaded<kType, Cfg::kConsumerThreads>(stage, 32 * warp + lane, [] { consumer_sync(); });
-    compute_p_consumer_share<kType>(stage, warp, lane);
-  }
+  if (prep != ConsumerPrep::kNone) compute_p_consumer_share<kType>(stage, warp, lane);
   state_times_rows<kType>(acc, state, k, lane);
   {
     const Element* v_base = v + (row + 8 * (mat / 2)) * Cfg::kPitchD + 16 * warp + 8 * (mat % 2);
@@ -153,7 +158,7 @@ __device__ __forceinline__ void consume_chunk(StateFragment& state, unsigned cha
   // U^T = X^T T_g^T from the hi/lo pairs (hi hi + lo(X) hi(T_g) + hi(X) lo(T_g); lo lo is below
   // fp32 noise), kept as A fragments: plain (for O) and decayed to the chunk end (for S).
   std::uint32_t ua[4][4], uda[4][4], uda_lo[4][4];
-  if (build_t_gated) consumer_sync();
+  if (prep != ConsumerPrep::kNone) consumer_sync();
   zero(acc);
   times_lower_transposed<kType>(acc, xa, t_gated, lane);
   times_lower_transposed<kType>(acc, xa_lo, t_gated, lane);

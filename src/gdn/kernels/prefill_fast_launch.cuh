@@ -8,10 +8,25 @@
 
 namespace fastinfer::gdn {
 
+namespace prefill_fast_detail {
+using kernels::fast::TSource;
+template <InputType kType>
+using Kernel = void (*)(const PrefillParams, unsigned long long*);
+template <InputType kType>
+constexpr Kernel<kType> kKernels[3] = {kernels::fast::gdn_prefill_fast_kernel<kType, TSource::kSolve>,
+                                       kernels::fast::gdn_prefill_fast_kernel<kType, TSource::kTGated>,
+                                       kernels::fast::gdn_prefill_fast_kernel<kType, TSource::kInverseOrSolve>};
+// The instantiation for the params' T source (the index into kKernels).
+inline int kernel_index(const PrefillParams& p) {
+  return p.chunk_t_gated != nullptr ? 1 : p.chunk_inverse != nullptr ? 2 : 0;
+}
+}  // namespace prefill_fast_detail
+
 template <InputType kType>
 void prepare_prefill_fast() {
-  FASTINFER_CUDA_CHECK(cudaFuncSetAttribute(kernels::fast::gdn_prefill_fast_kernel<kType>,
-                                            cudaFuncAttributeMaxDynamicSharedMemorySize, kernels::fast::FastSmem::kBytes));
+  for (auto kernel : prefill_fast_detail::kKernels<kType>)
+    FASTINFER_CUDA_CHECK(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kernels::fast::FastSmem::kBytes));
 }
 
 template <InputType kType>
@@ -29,7 +44,8 @@ void launch_prefill_fast(const PrefillParams& params, int ctas, Stream stream, u
   programmatic.val.programmaticStreamSerializationAllowed = 1;
   config.attrs = &programmatic;
   config.numAttrs = params.programmatic_launch ? 1 : 0;
-  FASTINFER_CUDA_CHECK(cudaLaunchKernelEx(&config, kernels::fast::gdn_prefill_fast_kernel<kType>, params, profile));
+  const auto kernel = prefill_fast_detail::kKernels<kType>[prefill_fast_detail::kernel_index(params)];
+  FASTINFER_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, params, profile));
 }
 
 }  // namespace fastinfer::gdn

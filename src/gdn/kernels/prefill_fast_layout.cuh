@@ -7,6 +7,11 @@
 
 namespace fastinfer::gdn::kernels::fast {
 
+// Where one kernel instantiation's chunks get T = (I + A0)^-1: solved by the producer; T_g
+// precomputed and loaded (PrefillParams::chunk_t_gated); or a precomputed Tinv loaded where there
+// is one (PrefillParams::chunk_inverse, the consumers build T_g from it), else solved.
+enum class TSource : std::uint8_t { kSolve, kTGated, kInverseOrSolve };
+
 struct FastConfig {
   static constexpr int kChunk = 64;
   static constexpr int kDim = 128;

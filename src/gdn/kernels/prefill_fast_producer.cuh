@@ -6,7 +6,8 @@
 //   A0 = strict_lower(diag(beta) K K^T) (fp32, private) and P = (Q K^T) o Gamma (lower incl. diag),
 //   T = (I + A0)^-1 (fp32, on chip) and T_g = (T diag(beta)) o Gamma as a rounded pair hi + lo.
 // With a precomputed Tinv (PrefillParams::chunk_inverse, CP stage 1) the chunk's T is loaded with
-// its q, k, v instead: no A0, no solve, and the consumers build T_g from it.
+// its q, k, v instead: no A0, no solve, and the consumers build T_g from it; with a precomputed
+// T_g (PrefillParams::chunk_t_gated) that is loaded into the stage's T_g tiles, nothing to build.
 // Only the producer's 128 threads take part; they synchronise with named barrier 1.
 #include <cstdint>
 
@@ -31,7 +32,9 @@ struct ChunkSource {
   std::int64_t token0;  // packed index of the chunk's first token
   int len;              // real tokens in the chunk (1 .. 64)
   int head;             // state head (gate column)
-  const float* inverse; // the chunk's precomputed Tinv [64][64], or nullptr: solve it
+  const float* inverse; // the chunk's precomputed Tinv [64][64], or nullptr
+  const void* t_gated;  // or its precomputed T_g [2][64][64] (hi, lo; input dtype), or nullptr: solve T
+  __device__ __forceinline__ bool loaded() const { return inverse != nullptr || t_gated != nullptr; }
 };
 
 // q, k, v rows [0, len) into the stage (16-byte cp.async), zero rows after, and the raw alpha and
@@ -76,6 +79,21 @@ __device__ __forceinline__ void issue_tile_loads(unsigned char* stage, const Chu
     for (int m = 0; m < Cfg::kChunk / kInverseRowStep; ++m)
       if (col <= row0 + kInverseRowStep * m)
         cp_async_16(dst + kInverseRowStep * m * Cfg::kChunk, from + kInverseRowStep * m * Cfg::kChunk, 16);
+  }
+  if (src.t_gated != nullptr) {  // hi and lo, 16x16 blocks on or below the diagonal only
+    // Thread ptid copies 8-column vector v = ptid % 8 of rows r0 + 16 m (row block m): the vector's
+    // column block v / 2 is at most m.
+    const int v = ptid % 8, r0 = ptid / 8;
+    const Element* from = static_cast<const Element*>(src.t_gated) + r0 * Cfg::kChunk + 8 * v;
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      Element* dst = reinterpret_cast<Element*>(stage + (half == 0 ? FastSmem::kTGated : FastSmem::kTGatedLo)) +
+                     r0 * Cfg::kPitchC + 8 * v;
+#pragma unroll
+      for (int m = 0; m < Cfg::kChunk / 16; ++m)
+        if (v / 2 <= m)
+          cp_async_16(dst + 16 * m * Cfg::kPitchC, from + half * Cfg::kChunk * Cfg::kChunk + 16 * m * Cfg::kChunk, 16);
+    }
   }
   cp_async_commit();
 }

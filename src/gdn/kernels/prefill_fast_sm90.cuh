@@ -5,8 +5,8 @@
 //   warps 0-7  (consumers) hold the 128x128 fp32 state in registers, warp w rows 16w .. 16w+15,
 //              and run the state-dependent products of chunk c (prefill_fast_consumer.cuh);
 //   warps 8-11 (producer)  prepare chunk c+1 meanwhile: loads, gates, A0, P, T (solved, or a
-//              precomputed Tinv loaded), T_g (prefill_fast_producer.cuh), into the other of two
-//              shared-memory stages.
+//              precomputed Tinv or T_g loaded), T_g (prefill_fast_producer.cuh), into the other of
+//              two shared-memory stages.
 // Stage s hand-off: full[s] (128 producer arrivals) and empty[s] (256 consumer arrivals)
 // mbarriers; both roles count chunks identically, so the n-th use of stage n % 2 waits for
 // parity (n / 2) & 1.
@@ -116,18 +116,46 @@ __device__ __forceinline__ const float* chunk_inverse_of(const PrefillParams& p,
   return p.chunk_inverse + (row * p.num_state_heads + w.head) * (FastConfig::kChunk * FastConfig::kChunk);
 }
 
+// The precomputed T_g hi + lo of the chunk at token0 of item w (PrefillParams::chunk_t_gated, the
+// non-segment row rule), or nullptr.
 template <class Element>
+__device__ __forceinline__ const Element* chunk_t_gated_of(const PrefillParams& p, const WorkItem& w, std::int64_t token0) {
+  if (p.chunk_t_gated == nullptr || p.segment_offsets != nullptr) return nullptr;
+  const std::int64_t row = w.bos / FastConfig::kChunk + w.row + (token0 - w.bos) / FastConfig::kChunk;
+  return static_cast<const Element*>(p.chunk_t_gated) + (row * p.num_state_heads + w.head) * (2 * FastConfig::kChunk * FastConfig::kChunk);
+}
+
+// How the consumers get a chunk ready: T_g precomputed (they compute P), Tinv loaded (they build
+// T_g and compute P), or everything done by the producer (it solved T).
+template <TSource kSource>
+__device__ __forceinline__ ConsumerPrep consumer_prep_of(const PrefillParams& p, const WorkItem& w, std::int64_t token0) {
+  if constexpr (kSource == TSource::kTGated) return ConsumerPrep::kP;
+  if constexpr (kSource == TSource::kSolve) return ConsumerPrep::kNone;
+  return chunk_inverse_of(p, w, token0) != nullptr ? ConsumerPrep::kTGatedAndP : ConsumerPrep::kNone;
+}
+
+template <class Element, TSource kSource>
 __device__ __forceinline__ ChunkSource chunk_source(const PrefillParams& p, const ChunkCursor& c) {
   const std::int64_t t0 = c.token0;
   return ChunkSource{head_rows<Element>(p.q, c.w.head, p.num_q_heads, p, p.q_stride_head) + t0 * p.q_stride_token,
                      head_rows<Element>(p.k, c.w.head, p.num_k_heads, p, p.k_stride_head) + t0 * p.k_stride_token,
                      head_rows<Element>(p.v, c.w.head, p.num_v_heads, p, p.v_stride_head) + t0 * p.v_stride_token,
-                     t0, c.w.chunk_len(t0), c.w.head, chunk_inverse_of(p, c.w, t0)};
+                     t0, c.w.chunk_len(t0), c.w.head,
+                     kSource == TSource::kInverseOrSolve ? chunk_inverse_of(p, c.w, t0) : nullptr,
+                     kSource == TSource::kTGated ? chunk_t_gated_of<Element>(p, c.w, t0) : nullptr};
+}
+
+// Whether the producer of kSource's kernel loaded the chunk's T (else it solves it).
+template <TSource kSource>
+__device__ __forceinline__ bool loads_t(const ChunkSource& source) {
+  if constexpr (kSource == TSource::kTGated) return true;
+  if constexpr (kSource == TSource::kSolve) return false;
+  return source.loaded();
 }
 
 // The loads of chunk n + 1 are issued (into the other stage, once the consumers released it)
 // between A0/P and the inverse of chunk n, so their latency hides behind the solve.
-template <InputType kType>
+template <InputType kType, TSource kSource>
 __device__ void run_producer(const PrefillParams& p, unsigned char* smem, std::uint64_t* full, std::uint64_t* empty,
                              std::int64_t num_items, unsigned long long* profile) {
   using Element = typename Operand<kType>::Element;
@@ -136,8 +164,9 @@ __device__ void run_producer(const PrefillParams& p, unsigned char* smem, std::u
   PhaseTimer timer(profile, ptid == 0);
   ChunkCursor cur(p, num_items);
   if (!cur.valid) return;
-  bool loaded_inverse = chunk_inverse_of(p, cur.w, cur.token0) != nullptr;
-  issue_tile_loads<Element>(smem, chunk_source<Element>(p, cur), p, ptid);
+  const ChunkSource first = chunk_source<Element, kSource>(p, cur);
+  bool loaded_inverse = loads_t<kSource>(first);
+  issue_tile_loads<Element>(smem, first, p, ptid);
   std::uint32_t n = 0;
   for (; cur.valid; ++n) {
     unsigned char* stage = smem + (n % kStages) * FastSmem::kStageBytes;
@@ -157,8 +186,8 @@ __device__ void run_producer(const PrefillParams& p, unsigned char* smem, std::u
       const std::uint32_t m = n + 1;
       if (m >= kStages) mbarrier_wait(&empty[m % kStages], (m / kStages + 1) & 1);
       timer.tick(kProducerWait);
-      const ChunkSource source = chunk_source<Element>(p, next);
-      next_loaded_inverse = source.inverse != nullptr;
+      const ChunkSource source = chunk_source<Element, kSource>(p, next);
+      next_loaded_inverse = loads_t<kSource>(source);
       issue_tile_loads<Element>(smem + (m % kStages) * FastSmem::kStageBytes, source, p, ptid);
     }
     timer.tick(kProducerIssue);
@@ -172,7 +201,7 @@ __device__ void run_producer(const PrefillParams& p, unsigned char* smem, std::u
   }
 }
 
-template <InputType kType>
+template <InputType kType, TSource kSource>
 __device__ void run_consumer(const PrefillParams& p, unsigned char* smem, std::uint64_t* full, std::uint64_t* empty,
                              std::int64_t num_items, unsigned long long* profile) {
   using Element = typename Operand<kType>::Element;
@@ -200,8 +229,8 @@ __device__ void run_consumer(const PrefillParams& p, unsigned char* smem, std::u
       timer.tick(kConsumerWait);
       const int len = w.chunk_len(token0);
       const ChunkOutput out{out_head + token0 * p.out_stride_token, p.out_stride_token, len, p.scale};
-      const bool build_t_gated = chunk_inverse_of(p, w, token0) != nullptr;
-      consume_chunk<kType>(state, smem + s * FastSmem::kStageBytes, smem, out, build_t_gated, warp, lane);
+      const ConsumerPrep prep = consumer_prep_of<kSource>(p, w, token0);
+      consume_chunk<kType>(state, smem + s * FastSmem::kStageBytes, smem, out, prep, warp, lane);
       timer.tick(kConsumerCompute);
       timer.count(kConsumerChunks);
       mbarrier_arrive(&empty[s]);
@@ -218,7 +247,9 @@ __device__ void run_consumer(const PrefillParams& p, unsigned char* smem, std::u
   }
 }
 
-template <InputType kType>
+// kSource: where this instantiation's chunks get T (the launch picks it from the params); each
+// leaves out the code of the others (the solve, the consumers' T_g build).
+template <InputType kType, TSource kSource>
 __global__ void __launch_bounds__(FastConfig::kThreads, 1) gdn_prefill_fast_kernel(const PrefillParams p,
                                                                                        unsigned long long* profile) {
   // A programmatic dependent launch (CP stage 4) may start before the kernel that writes its
@@ -238,9 +269,9 @@ __global__ void __launch_bounds__(FastConfig::kThreads, 1) gdn_prefill_fast_kern
   // No setmaxnreg: at 168 registers for every warp both roles fit (ptxas: 20 bytes of spill
   // in the consumers); shifting registers to the consumers spilled more in the producer.
   if (threadIdx.x >= FastConfig::kConsumerThreads) {
-    run_producer<kType>(p, smem, full, empty, num_items, profile);
+    run_producer<kType, kSource>(p, smem, full, empty, num_items, profile);
   } else {
-    run_consumer<kType>(p, smem, full, empty, num_items, profile);
+    run_consumer<kType, kSource>(p, smem, full, empty, num_items, profile);
   }
 }
 
