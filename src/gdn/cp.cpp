@@ -64,8 +64,9 @@ void validate_cp(const PrefillArgs& a, const ExecContext& ctx) {
 
 void (*const kInverse[2])(const CpStageParams&, cudaStream_t) = {launch_cp_block_inverse<CpInputType::kBFloat16>,
                                                                  launch_cp_block_inverse<CpInputType::kFloat16>};
-void (*const kMaps[2])(const CpStageParams&, cudaStream_t) = {launch_cp_chunk_maps<CpInputType::kBFloat16>,
-                                                              launch_cp_chunk_maps<CpInputType::kFloat16>};
+void (*const kMaps[2][2])(const CpStageParams&, cudaStream_t) = {
+    {launch_cp_chunk_maps<CpInputType::kBFloat16>, launch_cp_chunk_maps<CpInputType::kFloat16>},
+    {launch_cp_chunk_maps_fp16_operands<CpInputType::kBFloat16>, launch_cp_chunk_maps_fp16_operands<CpInputType::kFloat16>}};
 
 
 // Stages 1-3 for validated arguments.
@@ -120,10 +121,11 @@ CpStageView launch_stages(const PrefillArgs& a, const ExecContext& ctx, const Cp
   p.segment_sequence = w.segment_sequence;
   p.programmatic_launch = options.programmatic_launch;
   p.prefetch_blocks = options.prefetch_blocks;
+  p.fp16_operands = options.fp16_operands;
 
   const int input = a.k.dtype == DType::kFloat16 ? 1 : 0;
   if (options.first_stage <= 1) kInverse[input](p, ctx.stream);
-  if (options.first_stage <= 2 && options.last_stage >= 2) kMaps[input](p, ctx.stream);
+  if (options.first_stage <= 2 && options.last_stage >= 2) kMaps[options.fp16_operands ? 1 : 0][input](p, ctx.stream);
   if (options.last_stage >= 3) launch_cp_fixup(p, ctx.stream);
   return {plan, w.block_inverse, w.map_m, w.map_b, w.chunk_states, w.segment_offsets, w.segment_sequence};
 }

@@ -25,9 +25,14 @@ struct CpOptions {
   std::int64_t max_seqlen = 0;
   std::int64_t chunk_len = 0;  // 0 = the chunk rule of make_cp_plan
   bool programmatic_launch = true;  // PDL between stages 1 -> 2 -> 3 -> 4
-  // Stage 2 loads the next block behind the current one (cp.async; same bits as without): 3-4 %
-  // faster on the H200 at every measured shape (docs/GDN_CP.md), so on by default.
-  bool prefetch_blocks = true;
+  // Stage 2 loads the next block behind the current one (cp.async; same bits as without). 3-4 %
+  // faster with the bf16 hi + lo operands, 2-4 % slower with fp16 operands (H200, docs/GDN_CP.md):
+  // off by default since fp16 operands are.
+  bool prefetch_blocks = false;
+  // Stage 2 feeds its products T, A, [M; B] and Z rounded once to fp16, [M; B] and Z with a
+  // power-of-two scale per row (one MMA per product), instead of bf16 hi + lo pairs (2-3 MMAs).
+  // docs/GDN_CP.md "Numerics".
+  bool fp16_operands = true;
   // Stage 2-3 pieces per chunk (CpPlan::map_splits): 0 = the rule cp_map_splits, n > 0 = the
   // largest divisor of the chunk's block count <= n, -1 = the rule when prefill_cp runs every
   // stage, else 1 (run_cp_stages' callers read the maps per chunk, and a resumed fix-up

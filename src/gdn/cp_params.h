@@ -61,6 +61,8 @@ struct CpStageParams {
 
   bool programmatic_launch = false;  // launch stages 2-3 with programmatic dependent launch
   bool prefetch_blocks = false;      // stage 2 loads block b + 1 (cp.async) while it computes block b
+  // Stage 2 rounds T, A, [M; B] and Z once to fp16 (row-scaled) instead of bf16 hi + lo pairs.
+  bool fp16_operands = false;
 };
 
 }  // namespace fastinfer::gdn::detail

@@ -204,6 +204,17 @@ TEST_F(GdnCpGpu, StagesOnMapPiecesRagged) {
   check_each_stage_and_end_to_end(q, {.max_seqlen = 3000, .chunk_len = 1024, .map_splits = 4});
 }
 
+// The bf16 hi + lo stage 2 (CpOptions::fp16_operands = false; the default is fp16) on the ragged case
+// with map pieces and on the fp16 small-gate case.
+TEST_F(GdnCpGpu, HiLoChunkMapsPassTheStageChecks) {
+  Problem p({1, 65, 700, 1500, 0, 833}, 2, 2, 4, 0.99, 1.0, 15);
+  p.packed_initial_state(16);
+  check_each_stage_and_end_to_end(p, {.max_seqlen = 1500, .chunk_len = 768, .fp16_operands = false, .map_splits = 3});
+  Problem q({300, 1000, 129}, 4, 1, 1, 0.02, 0.1, 21, DType::kFloat16);
+  q.pool_initial_state(22);
+  check_each_stage_and_end_to_end(q, {.max_seqlen = 1000, .chunk_len = 128, .fp16_operands = false});
+}
+
 TEST_F(GdnCpGpu, LongSequencesGatesVeryNearOneChunkRule) {
   Problem p({9999, 65530}, 1, 1, 1, 0.9995, 1.0, 31);
   check_each_stage_and_end_to_end(p, {.max_seqlen = 65530});

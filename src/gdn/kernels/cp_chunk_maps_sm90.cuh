@@ -14,6 +14,13 @@
 // x * y becomes hi*hi + lo*hi + hi*lo (the lo*lo term is below fp32 accumulation noise). K and V
 // are the (normalised) inputs, rounded once as the prefill kernel rounds them. A single rounding of
 // [M; B] and T cost ~8e-3 relative error in M and missed the bf16 state tolerance at alpha = 1.
+// kFp16Operands (CpStageParams::fp16_operands): T, A, [M; B] and Z rounded once to fp16 instead
+// (11 significant bits against bf16's 8), one MMA per product; K is converted to fp16 after its
+// input rounding (exact for |k| >= 2^-17), and [M; B] and Z are scaled by a power of two per row
+// row (its maximum into [2^14, 2^15)) so that fp16's range fits rows of any magnitude. T diag(exp(gL - G))
+// stays a hi + lo pair against V in its input dtype (V is not normalised: its range is the caller's).
+#include <type_traits>
+
 #include "gdn/cp_launch.h"
 #include "gdn/kernels/cp_common_sm90.cuh"
 #include "runtime/once_per_device.h"
@@ -22,15 +29,16 @@ namespace fastinfer::gdn::detail::cp {
 
 inline constexpr int kMapThreads = 256;
 
-template <class E, bool kPrefetch>
+// E: the input type; KE: the type of K, T and A in the products (E, or fp16 with kFp16Operands).
+template <class E, class KE, bool kPrefetch>
 struct ChunkMapsSmem {
   // Paddings keep the MMA fragment loads bank-conflict free (rows 144 B / 272 B apart).
-  alignas(16) E k[kC][kD + 8];      // K, [token][dim] (B operands via ldmatrix.trans)
+  alignas(16) KE k[kC][kD + 8];     // K, [token][dim] (B operands via ldmatrix.trans)
   alignas(16) E v[kC][kD + 8];      // V, [token][dim]
   alignas(16) float tinv[kC * kC];  // the block's Tinv, staged by cp.async
-  alignas(16) E t_k[2][kC][kC + 8];  // T = Tinv diag(beta), hi and lo
-  alignas(16) E t_v[2][kC][kC + 8];  // T diag(exp(gL - G)), hi and lo
-  alignas(16) E a[2][kC][kD + 8];    // A = T K, [token][dim], hi and lo
+  alignas(16) KE t_k[2][kC][kC + 8];  // T = Tinv diag(beta), hi and lo (fp16 operands: [0] only)
+  alignas(16) E t_v[2][kC][kC + 8];   // T diag(exp(gL - G)), hi and lo
+  alignas(16) KE a[2][kC][kD + 8];    // A = T K, [token][dim], hi and lo (fp16 operands: [0] only)
   alignas(16) float ud_t[kD][kC + 1];  // Ud transposed, fp32
   float gates[kC], beta[kC];
   // kPrefetch: the next block's K and V rows as loaded (cp.async behind the current block's work).
@@ -55,14 +63,178 @@ __device__ inline void split_a_fragment(const float (&left)[4], const float (&ri
   split(right[2], right[3], hi[3], lo[3]);
 }
 
+// 2^(14 - floor(log2 x)) for x >= 0 (x's exponent bits; 0 and fp32 subnormals count as 2^-127),
+// clamped to 2^+-100: multiplying a row whose largest |entry| is x by it puts that entry into
+// [2^14, 2^15), below fp16's largest finite 65504. A power of two, so scaling is exact both ways.
+// ref::gdn_cp_chunk_maps_mirror computes the same scale.
+__device__ inline float fp16_row_scale(float max_abs) {
+  const int biased = static_cast<int>((__float_as_uint(max_abs) >> 23) & 0xffu);
+  const int e = max(-100, min(100, 141 - biased));  // 14 - (biased - 127)
+  return __uint_as_float(static_cast<unsigned>(e + 127) << 23);
+}
+__device__ inline float inverse_pow2(float scale) {  // 1 / scale, exact for fp16_row_scale's values
+  return __uint_as_float((254u << 23) - __float_as_uint(scale));
+}
+
+// Maximum over the 4 lanes of a quad (the lanes that hold one row of an MMA fragment).
+__device__ inline float quad_max(float x) {
+  x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
+  return fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
+}
+
+// kFp16Operands, block products: warp w computes rows 16 (w % 4).. of A = T K (T and K fp16, one
+// MMA) and Ud = T diag(exp(gL - G)) V (T hi + lo in the input type, V exact: two MMAs) for the
+// head-dim half w / 4, so the 8 warps share both products evenly.
+template <class In, class Smem>
+__device__ inline void block_products_fp16(Smem& s, int warp, int lane) {
+  using Op = Input<CpInputType::kFloat16>;
+  const int mt = warp % 4, half = warp / 4, g = lane / 4, t = lane % 4;
+  {  // Ud
+    float o[8][4] = {};
+    std::uint32_t a[2][4][4];
+#pragma unroll
+    for (int part = 0; part < 2; ++part)
+#pragma unroll
+      for (int ks = 0; ks < 4; ++ks) {
+        const int row = mt * 16 + g, col = ks * 16 + 2 * t;
+        a[part][ks][0] = lds_pair(&s.t_v[part][row][col]);
+        a[part][ks][1] = lds_pair(&s.t_v[part][row + 8][col]);
+        a[part][ks][2] = lds_pair(&s.t_v[part][row][col + 8]);
+        a[part][ks][3] = lds_pair(&s.t_v[part][row + 8][col + 8]);
+      }
+#pragma unroll
+    for (int ntp = 0; ntp < 4; ++ntp)
+#pragma unroll
+      for (int ks = 0; ks < 4; ++ks) {
+        std::uint32_t b[4];
+        load_b_pair_trans(&s.v[ks * 16][half * 64 + ntp * 16], kD + 8, lane, b);
+#pragma unroll
+        for (int part = 0; part < 2; ++part) {
+          In::mma(o[2 * ntp], a[part][ks], b[0], b[1]);
+          In::mma(o[2 * ntp + 1], a[part][ks], b[2], b[3]);
+        }
+      }
+#pragma unroll
+    for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        s.ud_t[half * 64 + nt * 8 + 2 * t + (e % 2)][mt * 16 + g + (e / 2) * 8] = o[nt][e];
+  }
+  __syncwarp();
+  {  // A
+    float o[8][4] = {};
+    std::uint32_t a[4][4];
+#pragma unroll
+    for (int ks = 0; ks < 4; ++ks) {
+      const int row = mt * 16 + g, col = ks * 16 + 2 * t;
+      a[ks][0] = lds_pair(&s.t_k[0][row][col]);
+      a[ks][1] = lds_pair(&s.t_k[0][row + 8][col]);
+      a[ks][2] = lds_pair(&s.t_k[0][row][col + 8]);
+      a[ks][3] = lds_pair(&s.t_k[0][row + 8][col + 8]);
+    }
+#pragma unroll
+    for (int ntp = 0; ntp < 4; ++ntp)
+#pragma unroll
+      for (int ks = 0; ks < 4; ++ks) {
+        std::uint32_t b[4];
+        load_b_pair_trans(&s.k[ks * 16][half * 64 + ntp * 16], kD + 8, lane, b);
+        Op::mma(o[2 * ntp], a[ks], b[0], b[1]);
+        Op::mma(o[2 * ntp + 1], a[ks], b[2], b[3]);
+      }
+#pragma unroll
+    for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        s.a[0][mt * 16 + g + (e / 2) * 8][half * 64 + nt * 8 + 2 * t + (e % 2)] = Op::from_float(o[nt][e]);
+  }
+}
+
+// kFp16Operands, one 16-row tile of [M; B] (rows r0.., fp32 accumulators `acc` in the m16n8k16
+// C layout over the 128 columns) composed with the block:
+//     rows <- exp(gL) rows + Z K,   Z = [0; Ud^T] - exp(gL) rows A^T
+// rows and Z go to the MMAs rounded once to fp16 after a power-of-two scale per row (Y = rows A^T
+// comes out in the rows' scale and is scaled back; Z K is accumulated onto the rows scaled by Z's
+// scale, then the row is scaled back). Z's scale is taken over Z and exp(gL) rows together, so
+// the scaled accumulators cannot overflow either.
+template <class Smem>
+__device__ inline void compose_rows_fp16(const Smem& s, float (&acc)[16][4], float decay, bool rows_of_b, int r0,
+                                         int lane) {
+  using Op = Input<CpInputType::kFloat16>;
+  const int g = lane / 4, t = lane % 4;
+  float row_max[2] = {0.f, 0.f};  // rows g and g + 8
+#pragma unroll
+  for (int nt = 0; nt < 16; ++nt)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) row_max[e / 2] = fmaxf(row_max[e / 2], fabsf(acc[nt][e]));
+  row_max[0] = quad_max(row_max[0]);
+  row_max[1] = quad_max(row_max[1]);
+  const float rs[2] = {fp16_row_scale(row_max[0]), fp16_row_scale(row_max[1])};
+
+  float y[8][4] = {};
+#pragma unroll
+  for (int ks = 0; ks < 8; ++ks) {
+    __syncwarp();  // one k-step at a time: without it ptxas hoists the next steps' loads and spills
+    const float(&l)[4] = acc[2 * ks];
+    const float(&r)[4] = acc[2 * ks + 1];
+    const std::uint32_t x[4] = {Op::pack(l[0] * rs[0], l[1] * rs[0]), Op::pack(l[2] * rs[1], l[3] * rs[1]),
+                                Op::pack(r[0] * rs[0], r[1] * rs[0]), Op::pack(r[2] * rs[1], r[3] * rs[1])};
+#pragma unroll
+    for (int ntp = 0; ntp < 4; ++ntp) {  // A^T's fragments straight from A's rows: one ldmatrix per two tiles
+      std::uint32_t b[4];
+      load_b_pair(&s.a[0][ntp * 16][ks * 16], kD + 8, lane, b);
+      Op::mma(y[2 * ntp], x, b[0], b[1]);
+      Op::mma(y[2 * ntp + 1], x, b[2], b[3]);
+    }
+  }
+  __syncwarp();  // without it ptxas overlaps Y's MMAs with Z's build and spills more
+  // Z in place of Y (fp32), and its scale.
+  const float y_back[2] = {decay * inverse_pow2(rs[0]), decay * inverse_pow2(rs[1])};
+  float z_max[2] = {decay * row_max[0], decay * row_max[1]};
+#pragma unroll
+  for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const float ud = rows_of_b ? s.ud_t[r0 + g + (e / 2) * 8][nt * 8 + 2 * t + (e % 2)] : 0.f;
+      y[nt][e] = ud - y_back[e / 2] * y[nt][e];
+      z_max[e / 2] = fmaxf(z_max[e / 2], fabsf(y[nt][e]));
+    }
+  const float zs[2] = {fp16_row_scale(quad_max(z_max[0])), fp16_row_scale(quad_max(z_max[1]))};
+  const float acc_scale[2] = {decay * zs[0], decay * zs[1]};
+#pragma unroll
+  for (int nt = 0; nt < 16; ++nt)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) acc[nt][e] *= acc_scale[e / 2];
+#pragma unroll
+  for (int kc = 0; kc < 4; ++kc) {
+    const float(&l)[4] = y[2 * kc];
+    const float(&r)[4] = y[2 * kc + 1];
+    const std::uint32_t z[4] = {Op::pack(l[0] * zs[0], l[1] * zs[0]), Op::pack(l[2] * zs[1], l[3] * zs[1]),
+                                Op::pack(r[0] * zs[0], r[1] * zs[0]), Op::pack(r[2] * zs[1], r[3] * zs[1])};
+#pragma unroll
+    for (int ntp = 0; ntp < 8; ++ntp) {
+      std::uint32_t b[4];
+      load_b_pair_trans(&s.k[kc * 16][ntp * 16], kD + 8, lane, b);
+      Op::mma(acc[2 * ntp], z, b[0], b[1]);
+      Op::mma(acc[2 * ntp + 1], z, b[2], b[3]);
+    }
+  }
+  const float back[2] = {inverse_pow2(zs[0]), inverse_pow2(zs[1])};
+#pragma unroll
+  for (int nt = 0; nt < 16; ++nt)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) acc[nt][e] *= back[e / 2];
+}
+
 // kPrefetch: block b + 1's Tinv, K, V (cp.async) and gates (registers) are loaded while block b
 // is computed, instead of one exposed memory round trip at the top of every block.
-template <CpInputType kInput, bool kPrefetch>
+template <CpInputType kInput, bool kPrefetch, bool kFp16Operands>
 __global__ void __launch_bounds__(kMapThreads, 1) chunk_maps_kernel(const CpStageParams p) {
   using In = Input<kInput>;
   using E = typename In::T;
+  using Op = Input<CpInputType::kFloat16>;  // the fp16 operand type of kFp16Operands
+  using KE = std::conditional_t<kFp16Operands, __half, E>;
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  auto& s = *reinterpret_cast<ChunkMapsSmem<E, kPrefetch>*>(smem_raw);
+  auto& s = *reinterpret_cast<ChunkMapsSmem<E, KE, kPrefetch>*>(smem_raw);
 
   // One CTA per map piece (chunk_len / map_splits tokens; the whole chunk when map_splits = 1).
   const int piece = blockIdx.x, h = blockIdx.y, n = blockIdx.z;
@@ -155,7 +327,10 @@ __global__ void __launch_bounds__(kMapThreads, 1) chunk_maps_kernel(const CpStag
       v_fetch.fetch(v_head, p.v_stride_token, t0, len, warp, lane);
       gate_fetch.fetch(p, t0, len, h);
     }
-    k_fetch.store(p.use_qk_l2norm, warp, lane, [&](int r, int c, float x) { s.k[r][c] = In::from_float(x); });
+    k_fetch.store(p.use_qk_l2norm, warp, lane, [&](int r, int c, float x) {
+      if constexpr (kFp16Operands) s.k[r][c] = Op::from_float(In::to_float(In::from_float(x)));  // input rounding first
+      else s.k[r][c] = In::from_float(x);
+    });
     v_fetch.store(false, warp, lane, [&](int r, int c, float x) { s.v[r][c] = In::from_float(x); });
     if constexpr (!kPrefetch) cute::cp_async_wait<0>();
     gate_fetch.finish(s.gates, s.beta);  // synchronises (the staged Tinv is visible after it)
@@ -164,20 +339,26 @@ __global__ void __launch_bounds__(kMapThreads, 1) chunk_maps_kernel(const CpStag
       const int r = idx / kC, j = idx % kC;
       const float t_beta = s.tinv[idx] * s.beta[j];
       const float t_gated = t_beta * __expf(g_last - s.gates[j]);
-      s.t_k[0][r][j] = In::from_float(t_beta);
-      s.t_k[1][r][j] = In::from_float(t_beta - In::to_float(s.t_k[0][r][j]));
+      if constexpr (kFp16Operands) {
+        s.t_k[0][r][j] = Op::from_float(t_beta);
+      } else {
+        s.t_k[0][r][j] = In::from_float(t_beta);
+        s.t_k[1][r][j] = In::from_float(t_beta - In::to_float(s.t_k[0][r][j]));
+      }
       s.t_v[0][r][j] = In::from_float(t_gated);
       s.t_v[1][r][j] = In::from_float(t_gated - In::to_float(s.t_v[0][r][j]));
     }
     __syncthreads();
     // Tinv and the staging tiles are consumed: load the next block behind this one's work.
-    if constexpr (kPrefetch)
+    if constexpr (kPrefetch && !kFp16Operands)
       if (t0 + kC < chunk_end) issue_block_copies(blk + 1);
     __syncwarp();  // keeps the copies apart from the products (without it the prefetch variant spills)
 
-    // A = T K (warps 0-3) and Ud = T diag(exp(gL - G)) V (warps 4-7); warp owns 16 token rows.
-    // T is a hi + lo pair, K and V are exact: two products into one fp32 accumulator.
-    {
+    if constexpr (kFp16Operands) {
+      block_products_fp16<In>(s, warp, lane);
+    } else {
+      // A = T K (warps 0-3) and Ud = T diag(exp(gL - G)) V (warps 4-7); warp owns 16 token rows.
+      // T is a hi + lo pair, K and V are exact: two products into one fp32 accumulator.
       const int product = warp / 4, mt = warp % 4;
       const E(*rhs)[kD + 8] = product == 0 ? s.k : s.v;
 #pragma unroll
@@ -228,53 +409,65 @@ __global__ void __launch_bounds__(kMapThreads, 1) chunk_maps_kernel(const CpStag
     __syncthreads();
 
     const float decay = __expf(g_last);
+    if constexpr (kFp16Operands) {
+      // The fp16 variant loads the next block only now, behind the composition (issued before
+      // the block products it spilled 40 bytes and ran 4 % slower than no prefetch).
+      if constexpr (kPrefetch)
+        if (t0 + kC < chunk_end) issue_block_copies(blk + 1);
 #pragma unroll
-    for (int mt = 0; mt < 2; ++mt) {
-      __syncwarp();  // keeps the two row tiles' Y apart (register pressure: y is 32 live floats)
-      // Y = rows * A^T (16 x 64); the rows come straight from the accumulators, split into
-      // hi + lo fragments: Y = rows_hi A_hi^T + rows_lo A_hi^T + rows_hi A_lo^T.
-      float y[8][4] = {};
-#pragma unroll
-      for (int ks = 0; ks < 8; ++ks) {
-        std::uint32_t a_hi[4], a_lo[4];
-        split_a_fragment<In>(acc[mt][2 * ks], acc[mt][2 * ks + 1], a_hi, a_lo);
-#pragma unroll
-        for (int nt = 0; nt < 8; ++nt) {
-          const int i = nt * 8 + g, d = ks * 16 + 2 * t;
-          const std::uint32_t b_hi0 = lds_pair(&s.a[0][i][d]), b_hi1 = lds_pair(&s.a[0][i][d + 8]);
-          In::mma(y[nt], a_hi, b_hi0, b_hi1);
-          In::mma(y[nt], a_lo, b_hi0, b_hi1);
-          In::mma(y[nt], a_hi, lds_pair(&s.a[1][i][d]), lds_pair(&s.a[1][i][d + 8]));
-        }
+      for (int mt = 0; mt < 2; ++mt) {
+        __syncwarp();
+        compose_rows_fp16(s, acc[mt], decay, rows_of_b, row0 + mt * 16, lane);
       }
-      // rows <- exp(gL) rows + Z K with Z = [0; Ud^T] - exp(gL) Y (fp32, then hi + lo A fragments
-      // over the 64 tokens, 16 at a time; K exact).
+    } else {
 #pragma unroll
-      for (int nt = 0; nt < 16; ++nt)
+      for (int mt = 0; mt < 2; ++mt) {
+        __syncwarp();  // keeps the two row tiles' Y apart (register pressure: y is 32 live floats)
+        // Y = rows * A^T (16 x 64); the rows come straight from the accumulators, split into
+        // hi + lo fragments: Y = rows_hi A_hi^T + rows_lo A_hi^T + rows_hi A_lo^T.
+        float y[8][4] = {};
 #pragma unroll
-        for (int e = 0; e < 4; ++e) acc[mt][nt][e] *= decay;
-      const int r = row0 + mt * 16 + g;
+        for (int ks = 0; ks < 8; ++ks) {
+          std::uint32_t a_hi[4], a_lo[4];
+          split_a_fragment<In>(acc[mt][2 * ks], acc[mt][2 * ks + 1], a_hi, a_lo);
 #pragma unroll
-      for (int kc = 0; kc < 4; ++kc) {
-        float zv[2][4];
-#pragma unroll
-        for (int q = 0; q < 2; ++q)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const int col = (2 * kc + q) * 8 + 2 * t + (e % 2);
-            const float ud = rows_of_b ? s.ud_t[r + (e / 2) * 8][col] : 0.f;
-            zv[q][e] = ud - decay * y[2 * kc + q][e];
+          for (int nt = 0; nt < 8; ++nt) {
+            const int i = nt * 8 + g, d = ks * 16 + 2 * t;
+            const std::uint32_t b_hi0 = lds_pair(&s.a[0][i][d]), b_hi1 = lds_pair(&s.a[0][i][d + 8]);
+            In::mma(y[nt], a_hi, b_hi0, b_hi1);
+            In::mma(y[nt], a_lo, b_hi0, b_hi1);
+            In::mma(y[nt], a_hi, lds_pair(&s.a[1][i][d]), lds_pair(&s.a[1][i][d + 8]));
           }
-        std::uint32_t z_hi[4], z_lo[4];
-        split_a_fragment<In>(zv[0], zv[1], z_hi, z_lo);
+        }
+        // rows <- exp(gL) rows + Z K with Z = [0; Ud^T] - exp(gL) Y (fp32, then hi + lo A fragments
+        // over the 64 tokens, 16 at a time; K exact).
 #pragma unroll
-        for (int ntp = 0; ntp < 8; ++ntp) {
-          std::uint32_t b[4];
-          load_b_pair_trans(&s.k[kc * 16][ntp * 16], kD + 8, lane, b);
-          In::mma(acc[mt][2 * ntp], z_hi, b[0], b[1]);
-          In::mma(acc[mt][2 * ntp + 1], z_hi, b[2], b[3]);
-          In::mma(acc[mt][2 * ntp], z_lo, b[0], b[1]);
-          In::mma(acc[mt][2 * ntp + 1], z_lo, b[2], b[3]);
+        for (int nt = 0; nt < 16; ++nt)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) acc[mt][nt][e] *= decay;
+        const int r = row0 + mt * 16 + g;
+#pragma unroll
+        for (int kc = 0; kc < 4; ++kc) {
+          float zv[2][4];
+#pragma unroll
+          for (int q = 0; q < 2; ++q)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+              const int col = (2 * kc + q) * 8 + 2 * t + (e % 2);
+              const float ud = rows_of_b ? s.ud_t[r + (e / 2) * 8][col] : 0.f;
+              zv[q][e] = ud - decay * y[2 * kc + q][e];
+            }
+          std::uint32_t z_hi[4], z_lo[4];
+          split_a_fragment<In>(zv[0], zv[1], z_hi, z_lo);
+#pragma unroll
+          for (int ntp = 0; ntp < 8; ++ntp) {
+            std::uint32_t b[4];
+            load_b_pair_trans(&s.k[kc * 16][ntp * 16], kD + 8, lane, b);
+            In::mma(acc[mt][2 * ntp], z_hi, b[0], b[1]);
+            In::mma(acc[mt][2 * ntp + 1], z_hi, b[2], b[3]);
+            In::mma(acc[mt][2 * ntp], z_lo, b[0], b[1]);
+            In::mma(acc[mt][2 * ntp + 1], z_lo, b[2], b[3]);
+          }
         }
       }
     }
@@ -293,28 +486,36 @@ __global__ void __launch_bounds__(kMapThreads, 1) chunk_maps_kernel(const CpStag
       }
 }
 
-template <CpInputType kInput, bool kPrefetch>
+template <CpInputType kInput, bool kPrefetch, bool kFp16Operands>
 void launch_chunk_maps_variant(const CpStageParams& params, cudaStream_t stream) {
   using E = typename Input<kInput>::T;
-  constexpr std::size_t smem = sizeof(ChunkMapsSmem<E, kPrefetch>);
+  using KE = std::conditional_t<kFp16Operands, __half, E>;
+  constexpr std::size_t smem = sizeof(ChunkMapsSmem<E, KE, kPrefetch>);
   static_assert(smem <= 227 * 1024, "chunk-map stage exceeds Hopper shared memory");
+  constexpr auto kernel = chunk_maps_kernel<kInput, kPrefetch, kFp16Operands>;
   // Opting in to > 48 KiB is per device; done once per process for the devices we meet.
   static OncePerDevice once;
   int device = 0;
   FASTINFER_CUDA_CHECK(cudaGetDevice(&device));
   once(device, [] {
-    FASTINFER_CUDA_CHECK(cudaFuncSetAttribute(chunk_maps_kernel<kInput, kPrefetch>,
-                                              cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+    FASTINFER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
   });
   const dim3 grid(params.chunks_per_seq * params.map_splits, params.num_state_heads, params.num_seqs);
-  launch_stage(chunk_maps_kernel<kInput, kPrefetch>, grid, dim3(kMapThreads), smem, stream, params.programmatic_launch,
-               params);
+  launch_stage(kernel, grid, dim3(kMapThreads), smem, stream, params.programmatic_launch, params);
 }
 
+// The hi + lo variant (CpStageParams::fp16_operands false).
 template <CpInputType kInput>
 void launch_cp_chunk_maps(const CpStageParams& params, cudaStream_t stream) {
-  if (params.prefetch_blocks) launch_chunk_maps_variant<kInput, true>(params, stream);
-  else launch_chunk_maps_variant<kInput, false>(params, stream);
+  if (params.prefetch_blocks) launch_chunk_maps_variant<kInput, true, false>(params, stream);
+  else launch_chunk_maps_variant<kInput, false, false>(params, stream);
+}
+
+// The fp16-operand variant (instantiated apart, instantiations/cp_maps_fp16_operands.cu).
+template <CpInputType kInput>
+void launch_cp_chunk_maps_fp16_operands(const CpStageParams& params, cudaStream_t stream) {
+  if (params.prefetch_blocks) launch_chunk_maps_variant<kInput, true, true>(params, stream);
+  else launch_chunk_maps_variant<kInput, false, true>(params, stream);
 }
 
 }  // namespace fastinfer::gdn::detail::cp
@@ -323,5 +524,9 @@ namespace fastinfer::gdn::detail {
 template <CpInputType kInput>
 void launch_cp_chunk_maps(const CpStageParams& params, cudaStream_t stream) {
   cp::launch_cp_chunk_maps<kInput>(params, stream);
+}
+template <CpInputType kInput>
+void launch_cp_chunk_maps_fp16_operands(const CpStageParams& params, cudaStream_t stream) {
+  cp::launch_cp_chunk_maps_fp16_operands<kInput>(params, stream);
 }
 }  // namespace fastinfer::gdn::detail

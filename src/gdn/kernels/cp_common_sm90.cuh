@@ -69,6 +69,15 @@ __device__ inline void load_b_pair_trans(const T* b, int row_stride, int lane, s
   cute::SM75_U16x8_LDSM_T::copy(*reinterpret_cast<const cute::uint128_t*>(row), r[0], r[1], r[2], r[3]);
 }
 
+// B fragments of two adjacent n8 tiles of an m16n8k16 MMA whose B operand is stored as [n][k] in
+// shared memory (k contiguous, i.e. B^T row-major): one ldmatrix.x4. `b` points at element
+// [n0][k0]; returns {b0, b1} of tile n0 in r[0], r[1] and of tile n0 + 8 in r[2], r[3].
+template <class T>
+__device__ inline void load_b_pair(const T* b, int row_stride, int lane, std::uint32_t (&r)[4]) {
+  const T* row = b + (lane % 8 + (lane / 16) * 8) * row_stride + ((lane / 8) % 2) * 8;
+  cute::SM75_U32x4_LDSM_N::copy(*reinterpret_cast<const cute::uint128_t*>(row), r[0], r[1], r[2], r[3]);
+}
+
 __device__ inline std::int64_t seq_offset(const CpStageParams& p, int i) {
   return p.offsets_are_int64 ? static_cast<const std::int64_t*>(p.cu_seqlens)[i]
                              : static_cast<const std::int32_t*>(p.cu_seqlens)[i];
