@@ -11,29 +11,33 @@ namespace fastinfer::gdn::detail::cp {
 
 // Two warps, so every warp solves: with four (two idle during the solve) ncu showed 5 CTAs per SM,
 // 17 % achieved occupancy and 8 cycles per issued instruction, 1.1 ms at 64x1k 16/32 (H200,
-// session 4 batch 1); A0 reuses the K tile's shared memory, so 10 CTAs (20 solving warps) fit.
+// session 4 batch 1); A0 reuses the K tile's shared memory, so 9 CTAs (18 solving warps, 103
+// registers) fit.
 inline constexpr int kInverseThreads = 64;
 inline constexpr int kRowPad = 8;  // bf16 row padding: rows 272 B apart keep MMA fragment loads conflict-free
+// A0 is stored transposed, a0t[j][i] = A0[i][j], rows 68 floats apart: the solve reads a row j as
+// 16-byte vectors, and the MMA epilogue's transposed stores (lanes g: i, t: j = 2t) hit distinct banks.
+inline constexpr int kA0Pitch = kC + 4;
 
 // Column c of Tinv by forward substitution, entirely in registers (the column's earlier entries
 // are the thread's own), from row kFirst <= c on: the entries above are zero, so the warp of
-// columns 32-63 skips that half (496 instead of 2016 FMAs per thread; stage 1 is instruction-bound,
-// ncu in docs/GDN_CP.md). Then the column into block_inverse (all 64 rows) and/or block_t_gated
-// (the rows of 16x16 blocks on or below the diagonal: the prefill kernel reads only those).
+// columns 32-63 skips that half (496 instead of 2016 FMAs per thread). Right-looking: once x[j] is
+// final it is subtracted from every later row, so the dependent chain is one FMA per step (63)
+// instead of the 2016 of row-by-row dot products (each CTA's lifetime was its first warp's chain:
+// ncu, session 4 batch 1); the same FMAs in the same order per x[i], so the same bits. Then the
+// column into block_inverse (all 64 rows) and/or block_t_gated (the rows of 16x16 blocks on or
+// below the diagonal: the prefill kernel reads only those).
 template <class In, int kFirst>
-__device__ __forceinline__ void solve_and_store_column(const CpStageParams& p, const float (&a0)[kC][kC], const float* gates,
-                                                       const float* beta, std::int64_t row, int c) {
+__device__ __forceinline__ void solve_and_store_column(const CpStageParams& p, const float (&a0t)[kC][kA0Pitch],
+                                                       const float* gates, const float* beta, std::int64_t row, int c) {
   using E = typename In::T;
   float x[kC];
 #pragma unroll
-  for (int i = 0; i < kFirst; ++i) x[i] = 0.f;
+  for (int i = 0; i < kC; ++i) x[i] = i >= kFirst && i == c ? 1.f : 0.f;
 #pragma unroll
-  for (int i = kFirst; i < kC; ++i) {
-    float s = i == c ? 1.f : 0.f;
+  for (int j = kFirst; j < kC - 1; ++j)
 #pragma unroll
-    for (int j = kFirst; j < i; ++j) s = fmaf(-a0[i][j], x[j], s);
-    x[i] = s;
-  }
+    for (int i = j + 1; i < kC; ++i) x[i] = fmaf(-a0t[j][i], x[j], x[i]);
   if (p.block_inverse != nullptr) {
     float* out = p.block_inverse + row * kC * kC;
 #pragma unroll
@@ -61,11 +65,11 @@ template <CpInputType kInput>
 __global__ void __launch_bounds__(kInverseThreads) block_inverse_kernel(const CpStageParams p) {
   using In = Input<kInput>;
   using E = typename In::T;
-  // K rows, then A0 in the same bytes once every warp has read K.
+  // K rows, then A0 (transposed) in the same bytes once every warp has read K.
   __shared__ alignas(16) unsigned char tiles[sizeof(E) * kC * (kD + kRowPad)];
-  static_assert(sizeof(float) * kC * kC <= sizeof(tiles));
+  static_assert(sizeof(float) * kC * kA0Pitch <= sizeof(tiles));
   auto& k_rows = *reinterpret_cast<E(*)[kC][kD + kRowPad]>(tiles);
-  auto& a0 = *reinterpret_cast<float(*)[kC][kC]>(tiles);
+  auto& a0t = *reinterpret_cast<float(*)[kC][kA0Pitch]>(tiles);
   __shared__ float gates[kC], beta[kC];
 
   const int block = blockIdx.x, h = blockIdx.y, n = blockIdx.z;
@@ -117,7 +121,7 @@ __global__ void __launch_bounds__(kInverseThreads) block_inverse_kernel(const Cp
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           const int i = r0 + mt * 16 + g + (e / 2) * 8, j = nt * 8 + 2 * t + (e % 2);
-          a0[i][j] = j < i ? beta[i] * acc[mt][nt][e] : 0.f;
+          a0t[j][i] = j < i ? beta[i] * acc[mt][nt][e] : 0.f;
         }
       }
   __syncthreads();
@@ -127,9 +131,9 @@ __global__ void __launch_bounds__(kInverseThreads) block_inverse_kernel(const Cp
   const std::int64_t row = (static_cast<std::int64_t>(n) * p.blocks_per_seq + block) * p.num_state_heads + h;
   // Warp-uniform: warp 1's columns start at row 32.
   if (c < kC / 2) {
-    solve_and_store_column<In, 0>(p, a0, gates, beta, row, c);
+    solve_and_store_column<In, 0>(p, a0t, gates, beta, row, c);
   } else {
-    solve_and_store_column<In, kC / 2>(p, a0, gates, beta, row, c);
+    solve_and_store_column<In, kC / 2>(p, a0t, gates, beta, row, c);
   }
 }
 
