@@ -9,11 +9,11 @@
 
 namespace fastinfer::gdn::detail::cp {
 
-// Two warps, so every warp solves: with four (two idle during the solve) ncu showed 5 CTAs per SM,
-// 17 % achieved occupancy and 8 cycles per issued instruction, 1.1 ms at 64x1k 16/32 (H200,
-// session 4 batch 1); A0 reuses the K tile's shared memory, so 9 CTAs (18 solving warps, 103
-// registers) fit.
-inline constexpr int kInverseThreads = 64;
+// Two warps per state head, so every warp solves: with four (two idle during the solve) ncu showed
+// 5 CTAs per SM, 17 % achieved occupancy and 8 cycles per issued instruction, 1.1 ms at 64x1k
+// 16/32 (H200, session 4 batch 1); A0 reuses the K tile's shared memory (17.9 KB per head). At 103
+// registers ncu showed 8 CTAs per SM (4 warps per scheduler); capped at 96 (16 bytes of spill) 10
+// fit.
 inline constexpr int kRowPad = 8;  // bf16 row padding: rows 272 B apart keep MMA fragment loads conflict-free
 // A0 is stored transposed, a0t[j][i] = A0[i][j], rows 68 floats apart: the solve reads a row j as
 // 16-byte vectors, and the MMA epilogue's transposed stores (lanes g: i, t: j = 2t) hit distinct banks.
@@ -61,87 +61,125 @@ __device__ __forceinline__ void solve_and_store_column(const CpStageParams& p, c
   }
 }
 
-template <CpInputType kInput>
-__global__ void __launch_bounds__(kInverseThreads) block_inverse_kernel(const CpStageParams p) {
+// kHeads state heads per CTA (64 threads each) that read the same k head (GVA with Hsab a
+// multiple of 2 Hk): K is loaded, normalised and multiplied once for both, A0 = diag(beta_h) K K^T
+// per head (the per-head work is the solve; the K side was ~1/3 of a CTA's instructions).
+template <CpInputType kInput, int kHeads>
+__global__ void __launch_bounds__(kC * kHeads, 10 / kHeads) block_inverse_kernel(const CpStageParams p) {
   using In = Input<kInput>;
   using E = typename In::T;
-  // K rows, then A0 (transposed) in the same bytes once every warp has read K.
-  __shared__ alignas(16) unsigned char tiles[sizeof(E) * kC * (kD + kRowPad)];
-  static_assert(sizeof(float) * kC * kA0Pitch <= sizeof(tiles));
-  auto& k_rows = *reinterpret_cast<E(*)[kC][kD + kRowPad]>(tiles);
-  auto& a0t = *reinterpret_cast<float(*)[kC][kA0Pitch]>(tiles);
-  __shared__ float gates[kC], beta[kC];
+  constexpr int kTileBytes = sizeof(E) * kC * (kD + kRowPad);
+  static_assert(sizeof(float) * kC * kA0Pitch <= kTileBytes);
+  // K rows in tile 0, then A0 of head r (transposed) in tile r once every warp has read K.
+  __shared__ alignas(16) unsigned char tiles[kHeads][kTileBytes];
+  auto& k_rows = *reinterpret_cast<E(*)[kC][kD + kRowPad]>(tiles[0]);
+  __shared__ float gates[kHeads][kC], beta[kHeads][kC];
 
-  const int block = blockIdx.x, h = blockIdx.y, n = blockIdx.z;
+  const int block = blockIdx.x, head0 = blockIdx.y * kHeads, n = blockIdx.z;
   const std::int64_t bos = seq_offset(p, n), eos = seq_offset(p, n + 1);
   const std::int64_t t0 = bos + static_cast<std::int64_t>(block) * kC;
   if (t0 >= eos) return;
   const int len = static_cast<int>((eos - t0 < kC ? eos - t0 : kC));
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  // This thread's head (gates, solve) and token / column.
+  const int r = threadIdx.x / kC, tok = threadIdx.x % kC;
 
-  const E* k_head = static_cast<const E*>(p.k) + static_cast<std::int64_t>(h * p.num_k_heads / p.num_state_heads) * p.k_stride_head;
-  BlockRowsFetch<In, kInverseThreads / 32> k_fetch;
-  BlockGatesFetch gate_fetch;
+  const E* k_head =
+      static_cast<const E*>(p.k) + static_cast<std::int64_t>(head0 * p.num_k_heads / p.num_state_heads) * p.k_stride_head;
+  BlockRowsFetch<In, kC * kHeads / 32> k_fetch;
   k_fetch.fetch(k_head, p.k_stride_token, t0, len, warp, lane);
-  gate_fetch.fetch(p, t0, len, h);
-  k_fetch.store(p.use_qk_l2norm, warp, lane, [&](int r, int c, float x) { k_rows[r][c] = In::from_float(x); });
-  gate_fetch.finish(gates, beta);  // synchronises
+  // Gates of head head0 + r (as BlockGatesFetch, per head): G = running sum of clamped log alpha
+  // (constant past len), beta (zero past len).
+  float alpha = 1.f, b = 0.f;
+  if (tok < len) {
+    const std::int64_t token = t0 + tok;
+    alpha = p.alpha ? __ldg(p.alpha + token * p.alpha_stride_token + head0 + r) : 1.f;
+    b = p.beta ? __ldg(p.beta + token * p.beta_stride_token + head0 + r) : 1.f;
+  }
+  k_fetch.store(p.use_qk_l2norm, warp, lane, [&](int row, int col, float x) { k_rows[row][col] = In::from_float(x); });
+  float la = fmaxf(__logf(alpha), kMinLogAlpha);
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const float y = __shfl_up_sync(0xffffffffu, la, o);
+    if (lane >= o) la += y;
+  }
+  gates[r][tok] = la;
+  beta[r][tok] = b;
+  __syncthreads();
+  if (tok >= 32) gates[r][tok] += gates[r][31];
+  __syncthreads();
 
-  // K K^T: warp w computes rows 32 w .. 32 w + 31, columns j < 32 (w + 1) (every j < i of them).
+  // K K^T (warps 0 and 1): warp w computes rows 32 w .. 32 w + 31, columns j < 32 (w + 1) (every
+  // j < i of them).
   const int r0 = warp * 32, col_tiles = 4 * (warp + 1);
   float acc[2][8][4] = {};
+  if (warp < 2) {
 #pragma unroll
-  for (int ks = 0; ks < kD / 16; ++ks) {
-    std::uint32_t a[2][4];
+    for (int ks = 0; ks < kD / 16; ++ks) {
+      std::uint32_t a[2][4];
 #pragma unroll
-    for (int mt = 0; mt < 2; ++mt) {
-      const int row = r0 + mt * 16 + g, col = ks * 16 + 2 * t;
-      a[mt][0] = lds_pair(&k_rows[row][col]);
-      a[mt][1] = lds_pair(&k_rows[row + 8][col]);
-      a[mt][2] = lds_pair(&k_rows[row][col + 8]);
-      a[mt][3] = lds_pair(&k_rows[row + 8][col + 8]);
-    }
+      for (int mt = 0; mt < 2; ++mt) {
+        const int row = r0 + mt * 16 + g, col = ks * 16 + 2 * t;
+        a[mt][0] = lds_pair(&k_rows[row][col]);
+        a[mt][1] = lds_pair(&k_rows[row + 8][col]);
+        a[mt][2] = lds_pair(&k_rows[row][col + 8]);
+        a[mt][3] = lds_pair(&k_rows[row + 8][col + 8]);
+      }
 #pragma unroll
-    for (int nt = 0; nt < 8; ++nt) {
-      if (nt < col_tiles) {
-        const std::uint32_t b0 = lds_pair(&k_rows[nt * 8 + g][ks * 16 + 2 * t]);
-        const std::uint32_t b1 = lds_pair(&k_rows[nt * 8 + g][ks * 16 + 2 * t + 8]);
+      for (int nt = 0; nt < 8; ++nt) {
+        if (nt < col_tiles) {
+          const std::uint32_t b0 = lds_pair(&k_rows[nt * 8 + g][ks * 16 + 2 * t]);
+          const std::uint32_t b1 = lds_pair(&k_rows[nt * 8 + g][ks * 16 + 2 * t + 8]);
 #pragma unroll
-        for (int mt = 0; mt < 2; ++mt) In::mma(acc[mt][nt], a[mt], b0, b1);
+          for (int mt = 0; mt < 2; ++mt) In::mma(acc[mt][nt], a[mt], b0, b1);
+        }
       }
     }
   }
-  __syncthreads();  // K read by both warps: A0 overwrites it
+  __syncthreads();  // K read: A0 overwrites it
   // The solve reads A0[i][j] for j < i only, so the tiles right of col_tiles stay unwritten.
+  if (warp < 2) {
 #pragma unroll
-  for (int mt = 0; mt < 2; ++mt)
+    for (int h = 0; h < kHeads; ++h) {
+      auto& a0t = *reinterpret_cast<float(*)[kC][kA0Pitch]>(tiles[h]);
 #pragma unroll
-    for (int nt = 0; nt < 8; ++nt)
-      if (nt < col_tiles) {
+      for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int i = r0 + mt * 16 + g + (e / 2) * 8, j = nt * 8 + 2 * t + (e % 2);
-          a0t[j][i] = j < i ? beta[i] * acc[mt][nt][e] : 0.f;
-        }
-      }
+        for (int nt = 0; nt < 8; ++nt)
+          if (nt < col_tiles) {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+              const int i = r0 + mt * 16 + g + (e / 2) * 8, j = nt * 8 + 2 * t + (e % 2);
+              a0t[j][i] = j < i ? beta[h][i] * acc[mt][nt][e] : 0.f;
+            }
+          }
+    }
+  }
   __syncthreads();
 
-  static_assert(kInverseThreads == kC, "one column per thread");
-  const int c = threadIdx.x;
-  const std::int64_t row = (static_cast<std::int64_t>(n) * p.blocks_per_seq + block) * p.num_state_heads + h;
-  // Warp-uniform: warp 1's columns start at row 32.
+  const auto& a0t = *reinterpret_cast<const float(*)[kC][kA0Pitch]>(tiles[r]);
+  const int c = tok;
+  const std::int64_t row = (static_cast<std::int64_t>(n) * p.blocks_per_seq + block) * p.num_state_heads + head0 + r;
+  // Warp-uniform: the second warp of each head starts at row 32.
   if (c < kC / 2) {
-    solve_and_store_column<In, 0>(p, a0t, gates, beta, row, c);
+    solve_and_store_column<In, 0>(p, a0t, gates[r], beta[r], row, c);
   } else {
-    solve_and_store_column<In, kC / 2>(p, a0t, gates, beta, row, c);
+    solve_and_store_column<In, kC / 2>(p, a0t, gates[r], beta[r], row, c);
   }
 }
 
 template <CpInputType kInput>
 void launch_cp_block_inverse(const CpStageParams& params, cudaStream_t stream) {
-  const dim3 grid(params.blocks_per_seq, params.num_state_heads, params.num_seqs);
+  // Pairs of state heads share their k head when Hsab is a multiple of 2 Hk.
+  const bool pairs = params.num_state_heads % (2 * params.num_k_heads) == 0;
+  const int heads = pairs ? 2 : 1;
+  const dim3 grid(params.blocks_per_seq, params.num_state_heads / heads, params.num_seqs);
   // First stage: a plain launch, so it never overlaps the previous call's readers of the workspace.
-  launch_stage(block_inverse_kernel<kInput>, grid, dim3(kInverseThreads), 0, stream, false, params);
+  if (pairs) {
+    launch_stage(block_inverse_kernel<kInput, 2>, grid, dim3(2 * kC), 0, stream, false, params);
+  } else {
+    launch_stage(block_inverse_kernel<kInput, 1>, grid, dim3(kC), 0, stream, false, params);
+  }
 }
 
 }  // namespace fastinfer::gdn::detail::cp
