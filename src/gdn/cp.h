@@ -25,10 +25,10 @@ struct CpOptions {
   std::int64_t max_seqlen = 0;
   std::int64_t chunk_len = 0;  // 0 = the chunk rule of make_cp_plan
   bool programmatic_launch = true;  // PDL between stages 1 -> 2 -> 3 -> 4
-  // Stage 2 loads the next block behind the current one (cp.async; same bits as without). 3-4 %
-  // faster with the bf16 hi + lo operands, 2-4 % slower with fp16 operands (H200, docs/GDN_CP.md):
-  // off by default since fp16 operands are.
-  bool prefetch_blocks = false;
+  // Stage 2 loads the next block behind the current one (cp.async; same bits as without): 3-4 %
+  // faster with the bf16 hi + lo operands, 1-9 % with the 16-warp fp16 kernel (H200,
+  // docs/GDN_CP.md), so on by default.
+  bool prefetch_blocks = true;
   // Stage 2 feeds its products T, A, [M; B] and Z rounded once to fp16, [M; B] and Z with a
   // power-of-two scale per row (one MMA per product), instead of bf16 hi + lo pairs (2-3 MMAs).
   // docs/GDN_CP.md "Numerics".

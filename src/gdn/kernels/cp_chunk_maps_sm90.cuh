@@ -5,7 +5,8 @@
 //     A  = T K,  Ud = T diag(exp(gL - G)) V                      (64 x 128 each)
 //     P  = exp(gL) (I - A^T K),  Bv = Ud^T K
 //     [M; B] <- [M; B] P + [0; Bv] = exp(gL) [M; B] + Z K,   Z = [0; Ud^T] - exp(gL) [M; B] A^T
-// The stacked [M; B] (256 x 128, fp32) lives in registers: warp w owns rows 32w..32w+31, and a
+// The stacked [M; B] (256 x 128, fp32) lives in registers: warp w owns rows 32w..32w+31 (fp16
+// operands: 16 warps, rows 16w..16w+15), and a
 // row's update needs only that row (the recurrence is row-separable), so each warp feeds its own
 // accumulator fragments back as MMA A operands (C-fragment == A-fragment layout after packing).
 // Every multiplier exp(.) is <= 1, so nothing overflows however small the gates are.
@@ -27,7 +28,12 @@
 
 namespace fastinfer::gdn::detail::cp {
 
-inline constexpr int kMapThreads = 256;
+inline constexpr int kMapThreads = 256;  // bf16 hi + lo: 8 warps of 32 rows of [M; B]
+// fp16 operands: 16 warps of 16 rows (<= 128 registers each, one CTA per SM either way): twice the
+// warps per scheduler to hide the MMA and shared-memory latency the 8-warp kernel is bound by.
+inline constexpr int kMapThreadsFp16 = 512;
+template <bool kFp16Operands>
+inline constexpr int kMapThreadsOf = kFp16Operands ? kMapThreadsFp16 : kMapThreads;
 
 // E: the input type; KE: the type of K, T and A in the products (E, or fp16 with kFp16Operands).
 template <class E, class KE, bool kPrefetch>
@@ -84,13 +90,13 @@ __device__ inline float quad_max(float x) {
 
 // kFp16Operands, block products: warp w computes rows 16 (w % 4).. of A = T K (T and K fp16, one
 // MMA) and Ud = T diag(exp(gL - G)) V (T hi + lo in the input type, V exact: two MMAs) for the
-// head-dim half w / 4, so the 8 warps share both products evenly.
+// head-dim quarter w / 4 (32 columns), so the 16 warps share both products evenly.
 template <class In, class Smem>
 __device__ inline void block_products_fp16(Smem& s, int warp, int lane) {
   using Op = Input<CpInputType::kFloat16>;
-  const int mt = warp % 4, half = warp / 4, g = lane / 4, t = lane % 4;
+  const int mt = warp % 4, col0 = (warp / 4) * 32, g = lane / 4, t = lane % 4;
   {  // Ud
-    float o[8][4] = {};
+    float o[4][4] = {};
     std::uint32_t a[2][4][4];
 #pragma unroll
     for (int part = 0; part < 2; ++part)
@@ -103,11 +109,11 @@ __device__ inline void block_products_fp16(Smem& s, int warp, int lane) {
         a[part][ks][3] = lds_pair(&s.t_v[part][row + 8][col + 8]);
       }
 #pragma unroll
-    for (int ntp = 0; ntp < 4; ++ntp)
+    for (int ntp = 0; ntp < 2; ++ntp)
 #pragma unroll
       for (int ks = 0; ks < 4; ++ks) {
         std::uint32_t b[4];
-        load_b_pair_trans(&s.v[ks * 16][half * 64 + ntp * 16], kD + 8, lane, b);
+        load_b_pair_trans(&s.v[ks * 16][col0 + ntp * 16], kD + 8, lane, b);
 #pragma unroll
         for (int part = 0; part < 2; ++part) {
           In::mma(o[2 * ntp], a[part][ks], b[0], b[1]);
@@ -115,14 +121,14 @@ __device__ inline void block_products_fp16(Smem& s, int warp, int lane) {
         }
       }
 #pragma unroll
-    for (int nt = 0; nt < 8; ++nt)
+    for (int nt = 0; nt < 4; ++nt)
 #pragma unroll
       for (int e = 0; e < 4; ++e)
-        s.ud_t[half * 64 + nt * 8 + 2 * t + (e % 2)][mt * 16 + g + (e / 2) * 8] = o[nt][e];
+        s.ud_t[col0 + nt * 8 + 2 * t + (e % 2)][mt * 16 + g + (e / 2) * 8] = o[nt][e];
   }
   __syncwarp();
   {  // A
-    float o[8][4] = {};
+    float o[4][4] = {};
     std::uint32_t a[4][4];
 #pragma unroll
     for (int ks = 0; ks < 4; ++ks) {
@@ -133,19 +139,19 @@ __device__ inline void block_products_fp16(Smem& s, int warp, int lane) {
       a[ks][3] = lds_pair(&s.t_k[0][row + 8][col + 8]);
     }
 #pragma unroll
-    for (int ntp = 0; ntp < 4; ++ntp)
+    for (int ntp = 0; ntp < 2; ++ntp)
 #pragma unroll
       for (int ks = 0; ks < 4; ++ks) {
         std::uint32_t b[4];
-        load_b_pair_trans(&s.k[ks * 16][half * 64 + ntp * 16], kD + 8, lane, b);
+        load_b_pair_trans(&s.k[ks * 16][col0 + ntp * 16], kD + 8, lane, b);
         Op::mma(o[2 * ntp], a[ks], b[0], b[1]);
         Op::mma(o[2 * ntp + 1], a[ks], b[2], b[3]);
       }
 #pragma unroll
-    for (int nt = 0; nt < 8; ++nt)
+    for (int nt = 0; nt < 4; ++nt)
 #pragma unroll
       for (int e = 0; e < 4; ++e)
-        s.a[0][mt * 16 + g + (e / 2) * 8][half * 64 + nt * 8 + 2 * t + (e % 2)] = Op::from_float(o[nt][e]);
+        s.a[0][mt * 16 + g + (e / 2) * 8][col0 + nt * 8 + 2 * t + (e % 2)] = Op::from_float(o[nt][e]);
   }
 }
 
@@ -173,7 +179,7 @@ __device__ inline void compose_rows_fp16(const Smem& s, float (&acc)[16][4], flo
   float y[8][4] = {};
 #pragma unroll
   for (int ks = 0; ks < 8; ++ks) {
-    __syncwarp();  // one k-step at a time: without it ptxas hoists the next steps' loads and spills
+    __syncwarp();  // one k-step at a time (the 8-warp version spilled without it: ptxas hoisted the next steps' loads)
     const float(&l)[4] = acc[2 * ks];
     const float(&r)[4] = acc[2 * ks + 1];
     const std::uint32_t x[4] = {Op::pack(l[0] * rs[0], l[1] * rs[0]), Op::pack(l[2] * rs[1], l[3] * rs[1]),
@@ -186,7 +192,7 @@ __device__ inline void compose_rows_fp16(const Smem& s, float (&acc)[16][4], flo
       Op::mma(y[2 * ntp + 1], x, b[2], b[3]);
     }
   }
-  __syncwarp();  // without it ptxas overlaps Y's MMAs with Z's build and spills more
+  __syncwarp();  // keeps Y's MMAs apart from Z's build (the 8-warp version spilled more without it)
   // Z in place of Y (fp32), and its scale.
   const float y_back[2] = {decay * inverse_pow2(rs[0]), decay * inverse_pow2(rs[1])};
   float z_max[2] = {decay * row_max[0], decay * row_max[1]};
@@ -228,7 +234,9 @@ __device__ inline void compose_rows_fp16(const Smem& s, float (&acc)[16][4], flo
 // kPrefetch: block b + 1's Tinv, K, V (cp.async) and gates (registers) are loaded while block b
 // is computed, instead of one exposed memory round trip at the top of every block.
 template <CpInputType kInput, bool kPrefetch, bool kFp16Operands>
-__global__ void __launch_bounds__(kMapThreads, 1) chunk_maps_kernel(const CpStageParams p) {
+__global__ void __launch_bounds__(kMapThreadsOf<kFp16Operands>, 1) chunk_maps_kernel(const CpStageParams p) {
+  constexpr int kThreads = kMapThreadsOf<kFp16Operands>, kWarps = kThreads / 32;
+  constexpr int kTiles = kFp16Operands ? 1 : 2;  // 16-row tiles of [M; B] per warp
   using In = Input<kInput>;
   using E = typename In::T;
   using Op = Input<CpInputType::kFloat16>;  // the fp16 operand type of kFp16Operands
@@ -248,13 +256,13 @@ __global__ void __launch_bounds__(kMapThreads, 1) chunk_maps_kernel(const CpStag
   const std::int64_t chunk_end = min(c0 + piece_len, eos);  // the piece's end
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-  const bool rows_of_b = warp >= 4;
-  const int row0 = (warp % 4) * 32;  // first row (of M or of B) this warp owns
+  const bool rows_of_b = warp >= kWarps / 2;
+  const int row0 = (warp % (kWarps / 2)) * 16 * kTiles;  // first row (of M or of B) this warp owns
 
   // acc[mt][nt][e]: row row0 + 16 mt + g + 8 (e / 2), column 8 nt + 2 t + e % 2. M = I, B = 0.
-  float acc[2][16][4];
+  float acc[kTiles][16][4];
 #pragma unroll
-  for (int mt = 0; mt < 2; ++mt)
+  for (int mt = 0; mt < kTiles; ++mt)
 #pragma unroll
     for (int nt = 0; nt < 16; ++nt)
 #pragma unroll
@@ -275,8 +283,8 @@ __global__ void __launch_bounds__(kMapThreads, 1) chunk_maps_kernel(const CpStag
                                             static_cast<std::int64_t>(piece) * blocks_per_piece + blk) *
                                                p.num_state_heads + h) * kC * kC;
 #pragma unroll
-    for (int i = 0; i < kC * kC / 4 / kMapThreads; ++i) {
-      const int q = threadIdx.x + i * kMapThreads;
+    for (int i = 0; i < kC * kC / 4 / kThreads; ++i) {
+      const int q = threadIdx.x + i * kThreads;
       cute::SM80_CP_ASYNC_CACHEALWAYS<cute::uint128_t>::copy(reinterpret_cast<const cute::uint128_t*>(tinv)[q],
                                                             reinterpret_cast<cute::uint128_t*>(s.tinv)[q]);
     }
@@ -292,8 +300,8 @@ __global__ void __launch_bounds__(kMapThreads, 1) chunk_maps_kernel(const CpStag
         else s.beta_raw[t] = t < len ? 1.f : 0.f;
       }
 #pragma unroll 1
-      for (int i = 0; i < kC * kD / 4 / kMapThreads; ++i) {  // not unrolled: registers are short here
-        const int q = threadIdx.x + i * kMapThreads, r = q / (kD / 4), c = (q % (kD / 4)) * 4;
+      for (int i = 0; i < kC * kD / 4 / kThreads; ++i) {  // not unrolled: registers are short here
+        const int q = threadIdx.x + i * kThreads, r = q / (kD / 4), c = (q % (kD / 4)) * 4;
         if (r < len) {
           cute::SM80_CP_ASYNC_CACHEALWAYS<std::uint64_t>::copy(
               *reinterpret_cast<const std::uint64_t*>(k_head + (t0 + r) * p.k_stride_token + c),
@@ -312,7 +320,7 @@ __global__ void __launch_bounds__(kMapThreads, 1) chunk_maps_kernel(const CpStag
     const std::int64_t t0 = c0 + static_cast<std::int64_t>(blk) * kC;
     const int len = static_cast<int>((chunk_end - t0 < kC ? chunk_end - t0 : kC));
     __syncthreads();  // the previous block's shared data is no longer read
-    BlockRowsFetch<In, kMapThreads / 32> k_fetch, v_fetch;
+    BlockRowsFetch<In, kWarps> k_fetch, v_fetch;
     BlockGatesFetch gate_fetch;
     if constexpr (kPrefetch) {
       cute::cp_async_wait<0>();
@@ -335,7 +343,7 @@ __global__ void __launch_bounds__(kMapThreads, 1) chunk_maps_kernel(const CpStag
     if constexpr (!kPrefetch) cute::cp_async_wait<0>();
     gate_fetch.finish(s.gates, s.beta);  // synchronises (the staged Tinv is visible after it)
     const float g_last = s.gates[kC - 1];
-    for (int idx = threadIdx.x; idx < kC * kC; idx += kMapThreads) {
+    for (int idx = threadIdx.x; idx < kC * kC; idx += kThreads) {
       const int r = idx / kC, j = idx % kC;
       const float t_beta = s.tinv[idx] * s.beta[j];
       const float t_gated = t_beta * __expf(g_last - s.gates[j]);
@@ -410,18 +418,14 @@ __global__ void __launch_bounds__(kMapThreads, 1) chunk_maps_kernel(const CpStag
 
     const float decay = __expf(g_last);
     if constexpr (kFp16Operands) {
-      // The fp16 variant loads the next block only now, behind the composition (issued before
-      // the block products it spilled 40 bytes and ran 4 % slower than no prefetch).
+      // The fp16 variant loads the next block only now, behind the composition (fewer registers
+      // live across the block products: the 8-warp version of this kernel spilled otherwise).
       if constexpr (kPrefetch)
         if (t0 + kC < chunk_end) issue_block_copies(blk + 1);
-#pragma unroll
-      for (int mt = 0; mt < 2; ++mt) {
-        __syncwarp();
-        compose_rows_fp16(s, acc[mt], decay, rows_of_b, row0 + mt * 16, lane);
-      }
+      compose_rows_fp16(s, acc[0], decay, rows_of_b, row0, lane);
     } else {
 #pragma unroll
-      for (int mt = 0; mt < 2; ++mt) {
+      for (int mt = 0; mt < kTiles; ++mt) {
         __syncwarp();  // keeps the two row tiles' Y apart (register pressure: y is 32 live floats)
         // Y = rows * A^T (16 x 64); the rows come straight from the accumulators, split into
         // hi + lo fragments: Y = rows_hi A_hi^T + rows_lo A_hi^T + rows_hi A_lo^T.
@@ -476,7 +480,7 @@ __global__ void __launch_bounds__(kMapThreads, 1) chunk_maps_kernel(const CpStag
   const std::int64_t map_row = static_cast<std::int64_t>(n) * p.chunks_per_seq * p.map_splits + piece;
   float* out = (rows_of_b ? p.map_b : p.map_m) + (map_row * p.num_state_heads + h) * kD * kD;
 #pragma unroll
-  for (int mt = 0; mt < 2; ++mt)
+  for (int mt = 0; mt < kTiles; ++mt)
 #pragma unroll
     for (int nt = 0; nt < 16; ++nt)
 #pragma unroll
@@ -501,7 +505,7 @@ void launch_chunk_maps_variant(const CpStageParams& params, cudaStream_t stream)
     FASTINFER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
   });
   const dim3 grid(params.chunks_per_seq * params.map_splits, params.num_state_heads, params.num_seqs);
-  launch_stage(kernel, grid, dim3(kMapThreads), smem, stream, params.programmatic_launch, params);
+  launch_stage(kernel, grid, dim3(kMapThreadsOf<kFp16Operands>), smem, stream, params.programmatic_launch, params);
 }
 
 // The hi + lo variant (CpStageParams::fp16_operands false).
