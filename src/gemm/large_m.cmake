@@ -8,4 +8,13 @@ target_sources(fastinfer PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/large_m/instantiations/bf16_gemm_coop_128x128_c1x2_bf16.cu
   ${CMAKE_CURRENT_LIST_DIR}/large_m/instantiations/bf16_gemm_coop_128x128_c1x2_fp16.cu
   ${CMAKE_CURRENT_LIST_DIR}/large_m/instantiations/bf16_gemm_pingpong_64x256_c1x1_bf16.cu
-  ${CMAKE_CURRENT_LIST_DIR}/large_m/instantiations/bf16_gemm_pingpong_64x256_c1x1_fp16.cu)
+  ${CMAKE_CURRENT_LIST_DIR}/large_m/instantiations/bf16_gemm_pingpong_64x256_c1x1_fp16.cu
+  ${CMAKE_CURRENT_LIST_DIR}/large_m/instantiations/fused_wgmma_t256_k1.cu
+  ${CMAKE_CURRENT_LIST_DIR}/large_m/instantiations/fused_wgmma_t128_k1.cu
+  ${CMAKE_CURRENT_LIST_DIR}/large_m/instantiations/fused_wgmma_t64_k1.cu
+  ${CMAKE_CURRENT_LIST_DIR}/large_m/instantiations/fused_wgmma_t256_k2.cu
+  ${CMAKE_CURRENT_LIST_DIR}/large_m/instantiations/fused_wgmma_t128_k2.cu
+  ${CMAKE_CURRENT_LIST_DIR}/large_m/instantiations/fused_wgmma_t128_k4.cu
+  ${CMAKE_CURRENT_LIST_DIR}/large_m/instantiations/fused_wgmma_t64_k4.cu
+  ${CMAKE_CURRENT_LIST_DIR}/large_m/instantiations/fused_wgmma_t256_k1_pp.cu
+  ${CMAKE_CURRENT_LIST_DIR}/large_m/instantiations/fused_wgmma_t128_k1_pp.cu)

@@ -38,6 +38,7 @@ struct LargeMParams {
 // How a tactic computes the product.
 enum class LargeMAlgo : std::uint8_t {
   kDequantGemm,  // decode W to a bf16 workspace, then a bf16 tensor-core GEMM
+  kFusedWgmma,   // decode W in registers inside a warp-specialised wgmma kernel (no bf16 W in memory)
 };
 
 // One tactic. `id` is stable (the autotuner may persist it); `name` is for logs and benchmarks.
@@ -47,19 +48,24 @@ struct LargeMConfig {
   LargeMAlgo algo;
   int tile_m, tile_n, tile_k;
   int cluster_m, cluster_n;
+  int split_k = 1;  // CTAs of a cluster that split K (fused_wgmma only; reduced in shared memory)
+  bool pingpong = false;  // fused_wgmma: the consumer warpgroups take turns issuing wgmmas
 };
 
 // Every compiled tactic, in id order. The list is immutable for the life of the process.
 std::span<const LargeMConfig> large_m_configs();
 
-// Shape constraints (same for every current tactic; docs/GEMM_LARGE_M.md):
+// Shape constraints (docs/GEMM_LARGE_M.md):
 //   m, n >= 1; k >= 16 and k % 16 == 0; n % 8 == 0; lda >= k, lda % 8 == 0; ldo >= n, ldo % 8 == 0;
-//   a, out 16-byte aligned; w_packed 16-byte aligned; out_dtype bf16 or fp16.
+//   a, out 16-byte aligned; w_packed 16-byte aligned; out_dtype bf16 or fp16;
+//   kFusedWgmma also needs k % 64 == 0 and w_scales 4-byte aligned (whole k64 stages; 4-byte scale
+//   copies per row).
 // M, N and K tails (not multiples of the tile) are handled by TMA bounds.
 // Returns false (never throws) when `config` cannot run `params`.
 bool can_implement(const LargeMParams& params, const LargeMConfig& config);
 
-// Scratch bytes `run_large_m` needs for this shape (the bf16 weight copy plus the kernel's own).
+// Scratch bytes `run_large_m` needs for this shape (kDequantGemm: the bf16 weight copy plus the
+// GEMM's own; kFusedWgmma: the swizzled activation image, 2 * round_up(M, tile_m) * K).
 std::size_t workspace_bytes(const LargeMParams& params, const LargeMConfig& config);
 
 // Launches on `stream`. Precondition: can_implement(params, config), and `workspace` holds

@@ -16,7 +16,7 @@ LargeMParams valid_params() {
   LargeMParams p;
   p.a = reinterpret_cast<const void*>(std::uintptr_t{0x10000});
   p.w_packed = reinterpret_cast<const std::uint8_t*>(std::uintptr_t{0x20000});
-  p.w_scales = reinterpret_cast<const std::uint8_t*>(std::uintptr_t{0x30001});  // bytes: any alignment
+  p.w_scales = reinterpret_cast<const std::uint8_t*>(std::uintptr_t{0x30000});
   p.out = reinterpret_cast<void*>(std::uintptr_t{0x40000});
   p.m = 1000, p.n = 1600, p.k = 1536, p.lda = 1536, p.ldo = 1600;
   return p;
@@ -37,11 +37,34 @@ TEST(GemmLargeM, AcceptsValidShapesIncludingTails) {
   for (const auto& config : large_m_configs()) {
     LargeMParams p = valid_params();
     EXPECT_TRUE(can_implement(p, config)) << config.name;
-    p.m = 3, p.n = 264, p.k = 48, p.lda = 56, p.ldo = 272;  // no dimension a multiple of the tile
+    p.m = 3, p.n = 264, p.k = 320, p.lda = 328, p.ldo = 272;  // no dimension a multiple of the tile
     EXPECT_TRUE(can_implement(p, config)) << config.name;
     p.out_dtype = DType::kFloat16;
     EXPECT_TRUE(can_implement(p, config)) << config.name;
+    // k % 64 != 0: the decode-pass tactics take it, the fused kernel needs whole k64 stages.
+    p.k = 48, p.lda = 56;
+    EXPECT_EQ(can_implement(p, config), config.algo != LargeMAlgo::kFusedWgmma) << config.name;
+    // Split-K needs at least one k64 chunk per rank.
+    p.k = 128, p.lda = 128;
+    EXPECT_EQ(can_implement(p, config), config.split_k <= 2) << config.name;
+    // Scales at an odd address: bytes for the decode pass, 4-byte copies for the fused kernel.
+    p = valid_params();
+    p.w_scales += 1;
+    EXPECT_EQ(can_implement(p, config), config.algo != LargeMAlgo::kFusedWgmma) << config.name;
   }
+}
+
+TEST(GemmLargeM, FusedTacticsAreListed) {
+  int fused = 0;
+  for (const auto& config : large_m_configs())
+    if (config.algo == LargeMAlgo::kFusedWgmma) {
+      ++fused;
+      EXPECT_EQ(config.tile_n, 128) << config.name;
+      EXPECT_TRUE(config.tile_m == 64 || config.tile_m == 128 || config.tile_m == 256) << config.name;
+      EXPECT_TRUE(config.cluster_m == 1 && config.cluster_n == 1) << config.name;
+      EXPECT_TRUE(config.split_k == 1 || config.split_k == 2 || config.split_k == 4) << config.name;
+    }
+  EXPECT_EQ(fused, 9);
 }
 
 TEST(GemmLargeM, RejectsWhatTheKernelsCannotRun) {
@@ -68,10 +91,15 @@ TEST(GemmLargeM, RejectsWhatTheKernelsCannotRun) {
   EXPECT_FALSE(can_implement(valid_params(), unknown));
 }
 
-TEST(GemmLargeM, WorkspaceHoldsTheBf16Weight) {
+TEST(GemmLargeM, WorkspaceHoldsTheBf16WeightOrTheActivationImage) {
   for (const auto& config : large_m_configs()) {
     const LargeMParams p = valid_params();
-    EXPECT_GE(workspace_bytes(p, config), std::size_t{2} * p.n * p.k) << config.name;
+    if (config.algo == LargeMAlgo::kFusedWgmma) {  // M rounded up to the token tile, bf16
+      const std::size_t rows = (p.m + config.tile_m - 1) / config.tile_m * config.tile_m;
+      EXPECT_EQ(workspace_bytes(p, config), rows * p.k * 2) << config.name;
+    } else {
+      EXPECT_GE(workspace_bytes(p, config), std::size_t{2} * p.n * p.k) << config.name;
+    }
   }
 }
 
