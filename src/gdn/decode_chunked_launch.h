@@ -13,9 +13,8 @@ namespace fastinfer::gdn {
 
 // How a CTA orders its work items and who prepares the tokens (decode_chunked_sm90.cuh):
 // kTileMajor: tile blockIdx.x + i gridDim.x, the consumers prepare them per item; kStateMajor: both
-// half-state tiles of a state back to back, prepared once per state; kProducerTokens: state-major,
-// prepared by the producer warp for the next state into a second buffer.
-enum class ChunkedVariant : int { kTileMajor, kStateMajor, kProducerTokens };
+// half-state tiles of a state back to back, prepared once per state.
+enum class ChunkedVariant : int { kTileMajor, kStateMajor };
 template <DType kAct, int kWarps, int kCtasPerSm, ChunkedVariant kVariant = ChunkedVariant::kTileMajor>
 void launch_decode_chunked_sm90(const DecodeParams& params, Stream stream);
 
@@ -27,7 +26,5 @@ extern template void launch_decode_chunked_sm90<DType::kFloat16, 4, 2, ChunkedVa
 extern template void launch_decode_chunked_sm90<DType::kFloat16, 4, 3, ChunkedVariant::kTileMajor>(const DecodeParams&, Stream);
 extern template void launch_decode_chunked_sm90<DType::kBFloat16, 4, 3, ChunkedVariant::kStateMajor>(const DecodeParams&, Stream);
 extern template void launch_decode_chunked_sm90<DType::kFloat16, 4, 3, ChunkedVariant::kStateMajor>(const DecodeParams&, Stream);
-extern template void launch_decode_chunked_sm90<DType::kBFloat16, 4, 3, ChunkedVariant::kProducerTokens>(const DecodeParams&, Stream);
-extern template void launch_decode_chunked_sm90<DType::kFloat16, 4, 3, ChunkedVariant::kProducerTokens>(const DecodeParams&, Stream);
 
 }  // namespace fastinfer::gdn

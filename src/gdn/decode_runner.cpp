@@ -69,12 +69,11 @@ const std::array<std::array<PipelinedEntry, 4>, 4> kPipelined = {
 
 // The tensor-core kernel (bf16 pools only): whole states with 8 warps, half states with 4 warps
 // (two or three CTAs per SM).
-constexpr DecodeTactic state_major(DecodeTactic t, bool producer_tokens = false) {
+constexpr DecodeTactic state_major(DecodeTactic t) {
   t.state_major = true;
-  t.producer_tokens = producer_tokens;
   return t;
 }
-const std::array<PipelinedEntry, 10> kChunked = {{
+const std::array<PipelinedEntry, 8> kChunked = {{
     {DType::kBFloat16, DType::kBFloat16, {4, 2, 8, 1, true}, &launch_decode_chunked_sm90<DType::kBFloat16, 8, 1>},
     {DType::kBFloat16, DType::kBFloat16, {4, 2, 4, 2, true}, &launch_decode_chunked_sm90<DType::kBFloat16, 4, 2>},
     {DType::kBFloat16, DType::kBFloat16, {4, 2, 4, 3, true}, &launch_decode_chunked_sm90<DType::kBFloat16, 4, 3>},
@@ -86,10 +85,6 @@ const std::array<PipelinedEntry, 10> kChunked = {{
      &launch_decode_chunked_sm90<DType::kBFloat16, 4, 3, ChunkedVariant::kStateMajor>},
     {DType::kFloat16, DType::kBFloat16, state_major({4, 2, 4, 3, true}),
      &launch_decode_chunked_sm90<DType::kFloat16, 4, 3, ChunkedVariant::kStateMajor>},
-    {DType::kBFloat16, DType::kBFloat16, state_major({4, 2, 4, 3, true}, true),
-     &launch_decode_chunked_sm90<DType::kBFloat16, 4, 3, ChunkedVariant::kProducerTokens>},
-    {DType::kFloat16, DType::kBFloat16, state_major({4, 2, 4, 3, true}, true),
-     &launch_decode_chunked_sm90<DType::kFloat16, 4, 3, ChunkedVariant::kProducerTokens>},
 }};
 
 // The register kernel takes any warp count whose CTA rows divide a state.
@@ -143,7 +138,7 @@ DecodeRunner::DecodeRunner(const DecodeConfig& config)
                     std::to_string(t.lanes_per_row) + " rows_per_thread=" + std::to_string(t.rows_per_thread) +
                     " warps=" + std::to_string(t.warps) + " ctas_per_sm=" + std::to_string(t.ctas_per_sm) +
                     (t.chunked ? " chunked" : "") + (t.small_batch ? " small_batch" : "") +
-                    (t.state_major ? " state_major" : "") + (t.producer_tokens ? " producer_tokens" : ""));
+                    (t.state_major ? " state_major" : ""));
   }
 }
 
@@ -166,7 +161,7 @@ std::vector<DecodeTactic> decode_tactics(DType act, DType state) {
       if (e.act == act && e.state == state) out.push_back(e.tactic);
   for (const PipelinedEntry& e : kChunked)
     if (e.act == act && e.state == state) out.push_back(e.tactic);
-  // Appended after the session-3/4 tactics (tuner ids index this list: gdn_decode/v3).
+  // Appended after the session-3/4 tactics (tuner ids index this list: gdn_decode/v4).
   for (const auto& family : kSmall)
     for (const LauncherEntry& e : family)
       if (e.act == act && e.state == state)

@@ -28,8 +28,7 @@ namespace fastinfer::gdn {
 // small_batch: the register kernel's latency variant for a few states per SM
 // (decode_small_sm90.cuh; ctas_per_sm == 0): slot-independent loads first, no CTA barrier.
 // state_major (tensor-core kernel, half states): a CTA takes both tiles of a state back to back
-// and prepares the tokens once per state; producer_tokens: the producer warp prepares them for the
-// next state into a second buffer (windows of <= 4 tokens).
+// and prepares the tokens once per state.
 struct DecodeTactic {
   int lanes_per_row = 8;
   int rows_per_thread = 2;
@@ -38,7 +37,6 @@ struct DecodeTactic {
   bool chunked = false;
   bool small_batch = false;
   bool state_major = false;
-  bool producer_tokens = false;
   friend bool operator==(const DecodeTactic&, const DecodeTactic&) = default;
 
   int rows_per_cta() const { return warps * (32 / lanes_per_row) * rows_per_thread; }
@@ -61,8 +59,7 @@ struct DecodeConfigHash {
     h = h * 31 + static_cast<std::size_t>(c.tactic.ctas_per_sm);
     h = h * 2 + static_cast<std::size_t>(c.tactic.chunked);
     h = h * 2 + static_cast<std::size_t>(c.tactic.small_batch);
-    h = h * 2 + static_cast<std::size_t>(c.tactic.state_major);
-    return h * 2 + static_cast<std::size_t>(c.tactic.producer_tokens);
+    return h * 2 + static_cast<std::size_t>(c.tactic.state_major);
   }
 };
 

@@ -287,7 +287,7 @@ TEST_F(GdnDecodeGpuExtra, StridedActivationsAndGates) {
 std::string tactic_name(DType state, const gdn::DecodeTactic& t) {
   return "state " + std::string(dtype_name(state)) + " lanes " + std::to_string(t.lanes_per_row) + " rows " +
          std::to_string(t.rows_per_thread) + " warps " + std::to_string(t.warps) + " ctas/SM " + std::to_string(t.ctas_per_sm) +
-         (t.chunked ? " chunked" : "") + (t.small_batch ? " small_batch" : "") + (t.state_major ? " state_major" : "") + (t.producer_tokens ? " producer_tokens" : "");
+         (t.chunked ? " chunked" : "") + (t.small_batch ? " small_batch" : "") + (t.state_major ? " state_major" : "");
 }
 
 TEST_F(GdnDecodeGpuExtra, EveryTacticMatchesReference) {
@@ -321,7 +321,7 @@ TEST_F(GdnDecodeGpuExtra, LazyAndEagerDecayMatchReference) {
 // The small-batch register variant (every slot-independent load before the slot, per-warp token
 // normalisation, no CTA barrier): every window it holds (1..4 tokens) and the fallback beyond it,
 // B = 1 with GVA 16/32, a padded out-of-place batch, verification with intermediate states, fp16
-// activations and gates, no normalisation with extreme gates.
+// activations and gates, decays that underflow, no normalisation with eager decay.
 TEST_F(GdnDecodeGpuExtra, SmallBatchTacticsOnEveryWindow) {
   int tested = 0;
   for (DType state : {DType::kFloat32, DType::kBFloat16})
@@ -349,6 +349,17 @@ TEST_F(GdnDecodeGpuExtra, SmallBatchTacticsOnEveryWindow) {
         s.act = DType::kFloat16; s.gate = DType::kFloat16; s.with_intermediate = true;
         check_against_reference(make_decode_problem(s, seed + 21),
                                 gdn::decode_runner({DType::kFloat16, state, t}).get());
+      }
+      {  // T = 3, gates whose decay products underflow and betas at 0 and 1, out of place, padding
+        DecodeShape s = shape(5, 3, 4, 8, state);
+        s.out_of_place = true; s.padded = 1;
+        DecodeProblem p = make_decode_problem(s, seed + 23);
+        std::mt19937_64 rng(seed);
+        std::uniform_int_distribution<int> pick(0, 3);
+        const double a_values[4] = {-30.0, -1.0, 19.5, 35.0}, b_values[4] = {-12.0, 0.0, 3.0, 12.0};
+        for (std::int64_t i = 0; i < p.a.numel(); ++i) p.a.set(i, a_values[pick(rng)]), p.b.set(i, b_values[pick(rng)]);
+        for (std::int64_t h = 0; h < 8; ++h) p.A_log.set(h, h % 2 ? -8.0 : 1.5);
+        check_against_reference(std::move(p), runner.get());
       }
       {  // no normalisation, explicit scale, eager decay
         DecodeShape s = shape(2, 4, 2, 4, state);
@@ -412,17 +423,15 @@ TEST_F(GdnDecodeGpuExtra, PipelinedTacticsOnLargeBatches) {
 TEST_F(GdnDecodeGpuExtra, ChunkedKernelGatesWindowsAndDeterminism) {
   gdn::DecodeTactic state_major{4, 2, 4, 3, true};
   state_major.state_major = true;
-  gdn::DecodeTactic producer_tokens = state_major;
-  producer_tokens.producer_tokens = true;
   for (const gdn::DecodeTactic& chunked : {gdn::DecodeTactic{4, 2, 8, 1, true}, gdn::DecodeTactic{4, 2, 4, 2, true},
-                                           gdn::DecodeTactic{4, 2, 4, 3, true}, state_major, producer_tokens})
+                                           gdn::DecodeTactic{4, 2, 4, 3, true}, state_major})
   for (DType act : {DType::kBFloat16, DType::kFloat16}) {
     const gdn::DecodeConfig config{act, DType::kBFloat16, chunked};
     ASSERT_TRUE(gdn::DecodeRunner::can_implement(config));
     for (int T : {1, 2, 3, 4, 5, 6, 7, 8}) {
       SCOPED_TRACE("T " + std::to_string(T) + (act == DType::kFloat16 ? " fp16" : " bf16") + " warps " +
                    std::to_string(chunked.warps) + " ctas/SM " + std::to_string(chunked.ctas_per_sm) +
-                   (chunked.state_major ? " state-major" : "") + (chunked.producer_tokens ? " producer tokens" : ""));
+                   (chunked.state_major ? " state-major" : ""));
       DecodeShape s = shape(6, T, 4, 8, DType::kBFloat16);
       s.act = act;
       s.with_intermediate = T % 2 == 1; s.padded = 1; s.out_of_place = T % 3 == 0;
@@ -439,7 +448,7 @@ TEST_F(GdnDecodeGpuExtra, ChunkedKernelGatesWindowsAndDeterminism) {
     }
   }
   // Determinism: the same call twice (out of place, so the input stays) gives the same bytes.
-  for (int variant : {2, 3, 4, 5}) {  // three CTAs per SM: 4 state-major, 5 with producer tokens
+  for (int variant : {2, 3, 4}) {  // three CTAs per SM: 4 state-major
     const int ctas_per_sm = std::min(variant, 3);
     SCOPED_TRACE("ctas/SM " + std::to_string(ctas_per_sm) + " variant " + std::to_string(variant));
     DecodeShape s = shape(300, 4, 16, 32, DType::kBFloat16);
@@ -447,8 +456,7 @@ TEST_F(GdnDecodeGpuExtra, ChunkedKernelGatesWindowsAndDeterminism) {
     const DecodeProblem p = make_decode_problem(s, 4100);
     DeviceProblem dev(p);
     gdn::DecodeTactic tactic{4, 2, 4, ctas_per_sm, true};
-    tactic.state_major = variant >= 4;
-    tactic.producer_tokens = variant == 5;
+    tactic.state_major = variant == 4;
     auto runner = gdn::decode_runner({DType::kBFloat16, DType::kBFloat16, tactic});
     DecodeProblem first = p, second = p;
     runner->run(gdn::make_decode_params(dev.args), nullptr);

@@ -16,9 +16,9 @@
 // token) and stored from registers.
 // ChunkedVariant::kStateMajor (half-state tiles): a CTA takes both tiles of a state back to back
 // (nth_item), and the second reuses the first's prepared tokens (step 1 and its barrier once per
-// state, not per tile; the producer copies no q and k for it). kProducerTokens: the same order, and
-// the producer warp runs step 1 for the next state (double-buffered Tokens, a full/empty mbarrier
-// pair per buffer) while the consumers work on the current one: no token step, no first barrier.
+// state, not per tile; the producer copies no q and k for it). (Session 5 also measured the
+// producer warp running step 1 for the next state into a second Tokens buffer: 25% slower at
+// B = 256, T = 4, since the one producer warp then stalls its loads; commit 0324440.)
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -89,7 +89,6 @@ struct ChunkedConfig {
   static constexpr int kStageTokens = kCtas * kWarps > 8 ? kTokens : kPipelinedMaxTokens;
   static constexpr int kTileRows = 16 * kWarps;
   static constexpr int kTilesPerState = kDecodeHeadDim / kTileRows;
-  static constexpr bool kProducerTokens = kVariant == ChunkedVariant::kProducerTokens;
   static constexpr int kItemsPerStep = kVariant == ChunkedVariant::kTileMajor ? 1 : kTilesPerState;  // nth_item
   static constexpr int kRowBytes = kDecodeHeadDim * int(sizeof(State));
   static constexpr int kTileBytes = kTileRows * kRowBytes;
@@ -126,14 +125,7 @@ struct ChunkedConfig {
     alignas(16) std::uint32_t zero[4];  // the update B's zero segment (all lanes read these 16 bytes)
     ChunkCoefficients<kTokens> coef;
   };
-  // One Tokens buffer, or two filled by the producer (kProducerTokens) with their barriers: full
-  // (the producer's arrival) and empty (warp 0's arrival once a step's items are done with it).
-  static constexpr int kTokenBuffers = kProducerTokens ? 2 : 1;
-  struct TokenBuffers {
-    Tokens buf[kTokenBuffers];
-    std::uint64_t full[2], empty[2];
-  };
-  using Ring = StageRing<Stage, TokenBuffers, kCtasPerSm>;
+  using Ring = StageRing<Stage, Tokens, kCtasPerSm>;
   static constexpr int kStages = Ring::kStages;
   using Smem = typename Ring::Smem;
   static constexpr int kSmemBytes = Ring::kSmemBytes;
@@ -143,8 +135,6 @@ struct ChunkedConfig {
     if (lane < kChunks)
       bulk_load(st.state + lane * kChunkPitch, tile + lane * kChunkRows * kDecodeHeadDim, kChunkRows * kRowBytes, full);
   }
-  // kProducerTokens: the producer's token step for its i-th item (defined below prepare_token).
-  __device__ static void produce_tokens(const DecodeParams& p, Smem& smem, int i, int s, bool first_of_step, bool valid);
 };
 
 __device__ __forceinline__ float dot4(const float (&x)[4], const float (&y)[4]) {
@@ -227,29 +217,6 @@ __device__ void prepare_token(const DecodeParams& p, const typename Cfg::Stage& 
   if (lane == 0) chunk_coefficient_row<kTokens>(t, p.tokens, st.alpha, st.beta[t], kk_dot, kq_dot, tok.coef);
 }
 
-// The producer warp, right after issuing the loads of its i-th item (stage s): at the first item
-// of a step, waits for the step's token buffer to be free and for the stage's data (the consumers
-// are still on earlier items), runs the token step for every token, publishes the buffer. One
-// arrival per step (padding too), so the buffers' phases count steps.
-template <class Act, int kTokens, int kWarps, int kCtas, ChunkedVariant kVariant>
-__device__ void ChunkedConfig<Act, kTokens, kWarps, kCtas, kVariant>::produce_tokens(const DecodeParams& p, Smem& smem, int i,
-                                                                                      int s, bool first_of_step, bool valid) {
-  using Cfg = ChunkedConfig<Act, kTokens, kWarps, kCtas, kVariant>;
-  if constexpr (kProducerTokens) {
-    if (!first_of_step) return;
-    const int lane = threadIdx.x % 32;
-    const int step = i / kItemsPerStep, b = step % 2;
-    TokenBuffers& tb = smem.tokens;
-    if (step >= 2) mbarrier_wait(&tb.empty[b], (step / 2 - 1) & 1);
-    if (valid) {
-      mbarrier_wait(&smem.full[s], (i / kStages) & 1);
-      for (int t = 0; t < p.tokens; ++t) prepare_token<Cfg, Act, kTokens>(p, smem.stage[s], tb.buf[b], t, lane);
-    }
-    __syncwarp();  // every lane's writes happen before the arrival that publishes them
-    if (lane == 0) mbarrier_arrive(&tb.full[b]);
-  }
-}
-
 template <class Cfg, class Act, int kTokens>
 __device__ void consume_chunked(const DecodeParams& p, typename Cfg::Smem& smem, int items) {
   using State = typename Cfg::State;
@@ -263,7 +230,8 @@ __device__ void consume_chunked(const DecodeParams& p, typename Cfg::Smem& smem,
   // ldmatrix/stmatrix row address of this lane within a stage (k-step 0), and of the B operand.
   const int a_row = Cfg::tile_row((lane % 8) + 8 * ((lane / 8) % 2), warp);
   const int a_offset = (a_row / 8) * Cfg::kChunkPitch + (a_row % 8) * Cfg::kRowBytes + 16 * (lane / 16);
-  const std::uint32_t b_base0 = smem_address(&smem.tokens.buf[0].operand[lane % 8][8 * (lane / 8)]);
+  typename Cfg::Tokens& tok = smem.tokens;
+  const std::uint32_t b_base = smem_address(&tok.operand[lane % 8][8 * (lane / 8)]);
 
   int prev_stage = -1;  // warp 0: the stage whose bulk stores were issued one item ago
   for (int i = 0;; ++i) {
@@ -276,10 +244,6 @@ __device__ void consume_chunked(const DecodeParams& p, typename Cfg::Smem& smem,
     const int seq = at.seq, head_v = at.head_v;
     const int in_slot = st.in_slot, out_slot = st.out_slot;
     const bool store = in_slot >= 0 && p.update_state && out_slot >= 0 && out_slot < p.pool_size;
-    const int step = i / Cfg::kItemsPerStep, buffer = Cfg::kProducerTokens ? step % 2 : 0;
-    const bool last_of_step = (i + 1) % Cfg::kItemsPerStep == 0;
-    typename Cfg::Tokens& tok = smem.tokens.buf[buffer];
-    const std::uint32_t b_base = b_base0 + buffer * static_cast<std::uint32_t>(sizeof(typename Cfg::Tokens));
 
     if (in_slot < 0) {  // padding: zero output rows (uniform branch: no barrier inside)
       for (int e = tid; e < T * Cfg::kTileRows; e += Cfg::kConsumerThreads)
@@ -292,10 +256,7 @@ __device__ void consume_chunked(const DecodeParams& p, typename Cfg::Smem& smem,
 
       // A state's later tiles (state-major order) find its tokens prepared by its first tile, the
       // CTA's previous item (same slot, so never padding when this one is not).
-      if constexpr (Cfg::kProducerTokens) {
-        // Published by the producer once per step (the wait is free for the step's later items).
-        mbarrier_wait(&smem.tokens.full[buffer], (step / 2) & 1);
-      } else if (item_prepares_tokens<Cfg>(at)) {
+      if (item_prepares_tokens<Cfg>(at)) {
         for (int t = warp; t < T; t += Cfg::kConsumerWarpCount) prepare_token<Cfg, Act, kTokens>(p, st, tok, t, lane);
         named_barrier_sync(1, Cfg::kConsumerThreads);
       }
@@ -466,7 +427,6 @@ __device__ void consume_chunked(const DecodeParams& p, typename Cfg::Smem& smem,
       bulk_wait_read<1>();  // this lane's store of one item ago has read its stage
       __syncwarp();
       if (lane == 0 && prev_stage >= 0) mbarrier_arrive(&smem.empty[prev_stage]);
-      if (Cfg::kProducerTokens && lane == 0 && last_of_step) mbarrier_arrive(&smem.tokens.empty[buffer]);
       prev_stage = s;
     }
   }
@@ -484,20 +444,13 @@ __global__ void __launch_bounds__(ChunkedConfig<Act, kTokens, kWarps, kCtas, kVa
       mbarrier_init(&smem.full[s], 1);   // the producer's arrival (+ the copies' bytes)
       mbarrier_init(&smem.empty[s], 1);  // warp 0's arrival once its stores have read the stage
     }
-    for (int b = 0; b < 2; ++b) {
-      mbarrier_init(&smem.tokens.full[b], 1);   // the producer's arrival (kProducerTokens)
-      mbarrier_init(&smem.tokens.empty[b], 1);  // warp 0's arrival at the end of a step
-    }
     mbarrier_init_fence();
   }
   // Tokens past T keep zero operand rows and k rows for the whole launch.
-  for (int b = 0; b < Cfg::kTokenBuffers; ++b) {
-    typename Cfg::Tokens& tok = smem.tokens.buf[b];
-    for (int e = threadIdx.x; e < kTokens * kDecodeHeadDim; e += blockDim.x) (&tok.k[0][0])[e] = 0.0f;
-    for (int e = threadIdx.x; e < Cfg::kOperandRows * Cfg::kOperandPitch; e += blockDim.x)
-      (&tok.operand[0][0])[e] = __float2bfloat16_rn(0.0f);
-    if (threadIdx.x < 4) tok.zero[threadIdx.x] = 0u;
-  }
+  for (int e = threadIdx.x; e < kTokens * kDecodeHeadDim; e += blockDim.x) (&smem.tokens.k[0][0])[e] = 0.0f;
+  for (int e = threadIdx.x; e < Cfg::kOperandRows * Cfg::kOperandPitch; e += blockDim.x)
+    (&smem.tokens.operand[0][0])[e] = __float2bfloat16_rn(0.0f);
+  if (threadIdx.x < 4) smem.tokens.zero[threadIdx.x] = 0u;
   __syncthreads();
   const int items = p.batch * p.heads_v * Cfg::kTilesPerState;
   if (threadIdx.x >= Cfg::kConsumerThreads) produce<Cfg, Act, typename Cfg::State>(p, smem, items);
@@ -526,9 +479,7 @@ void launch_decode_chunked_sm90(const DecodeParams& params, Stream stream) {
   } else if (params.tokens <= 4) {
     decode_sm90::launch_chunked<Act, 4, kWarps, kCtasPerSm, kVariant>(params, stream);
   } else {
-    // 5..8 tokens: the producer would run 8 token steps per state; the consumers do (state-major).
-    constexpr ChunkedVariant kLong = kVariant == ChunkedVariant::kProducerTokens ? ChunkedVariant::kStateMajor : kVariant;
-    decode_sm90::launch_chunked<Act, 8, kWarps, kCtasLong, kLong>(params, stream);
+    decode_sm90::launch_chunked<Act, 8, kWarps, kCtasLong, kVariant>(params, stream);
   }
 }
 

@@ -86,7 +86,6 @@ struct PipelinedConfig {
   static_assert(kTileRows % 8 == 0, "a tile's v run is a multiple of 16 bytes");
   static constexpr int kTilesPerState = kDecodeHeadDim / kTileRows;
   static constexpr int kItemsPerStep = 1;  // nth_item: one tile per step
-  static constexpr bool kProducerTokens = false;  // produce(): no token step in the producer
   static constexpr int kTileBytes = kTileRows * kDecodeHeadDim * int(sizeof(State));
   using Stage = PipelineStage<Act, State, kTileRows>;
 
@@ -169,10 +168,8 @@ __device__ void produce(const DecodeParams& p, typename Cfg::Smem& smem, int ite
       st.out_slot = out_slot;
     }
     __syncwarp();  // the gate and slot writes happen before the arrival that publishes them
-    const bool first_of_step = i % Cfg::kItemsPerStep == 0;
     if (!valid) {
       if (lane == 0) mbarrier_arrive(&smem.full[s]);
-      if constexpr (Cfg::kProducerTokens) Cfg::produce_tokens(p, smem, i, s, first_of_step, false);
       continue;
     }
     const bool with_qk = item_prepares_tokens<Cfg>(at);
@@ -191,7 +188,6 @@ __device__ void produce(const DecodeParams& p, typename Cfg::Smem& smem, int ite
         if (with_qk) bulk_load(st.k[t], token_row<const Act>(p.k, at.seq, t, head_qk), kDecodeHeadDim * sizeof(Act), &smem.full[s]);
       } else bulk_load(st.v[t], token_row<const Act>(p.v, at.seq, t, at.head_v) + at.row0, Cfg::kTileRows * sizeof(Act), &smem.full[s]);
     }
-    if constexpr (Cfg::kProducerTokens) Cfg::produce_tokens(p, smem, i, s, first_of_step, true);
   }
 }
 
