@@ -55,10 +55,25 @@ struct CellInputs {
   }
 };
 
+// The M list: FASTINFER_BENCH_MS (comma separated) when set, else `fallback`.
+std::vector<int> bench_ms(std::vector<int> fallback) {
+  const char* env = std::getenv("FASTINFER_BENCH_MS");
+  if (!env) return fallback;
+  std::vector<int> ms;
+  for (const char* c = env; *c;) {
+    ms.push_back(std::atoi(c));
+    while (*c && *c != ',') ++c;
+    if (*c == ',') ++c;
+  }
+  return ms;
+}
+
+// Routine "mm_bf16_fp4": the public op with its default tactic. M list from FASTINFER_BENCH_MS or
+// {1, 16, 64, 256, 1024, 4096, 8192} (--quick: {1, 16, 256}).
 nlohmann::json run_mm_bf16_fp4(const BenchOptions& options) {
   const int shapes[][2] = {{2048, 7168}, {4096, 4096}, {6144, 4096}, {28672, 4096}, {4096, 14336}};
-  std::vector<int> ms = {1, 16, 64, 256, 1024, 4096, 8192};
-  if (options.quick) ms = {1, 16, 256};
+  const std::vector<int> ms =
+      bench_ms(options.quick ? std::vector<int>{1, 16, 256} : std::vector<int>{1, 16, 64, 256, 1024, 4096, 8192});
   nlohmann::json rows = nlohmann::json::array();
   std::printf("%6s %6s %5s | %9s %7s %7s | %9s %9s | %7s %7s\n", "N", "K", "M", "ms", "TB/s", "TFLOP/s", "cublas_ms",
               "floor_ms", "xcublas", "xfloor");
@@ -98,15 +113,7 @@ nlohmann::json run_mm_bf16_fp4(const BenchOptions& options) {
 // (comma separated) or {1, 16, 64, 256} (--quick: {1, 16}).
 nlohmann::json run_mm_bf16_fp4_tactics(const BenchOptions& options) {
   const int shapes[][2] = {{2048, 7168}, {4096, 4096}, {6144, 4096}, {28672, 4096}, {4096, 14336}};
-  std::vector<int> ms = options.quick ? std::vector<int>{1, 16} : std::vector<int>{1, 16, 64, 256};
-  if (const char* env = std::getenv("FASTINFER_BENCH_MS")) {
-    ms.clear();
-    for (const char* c = env; *c;) {
-      ms.push_back(std::atoi(c));
-      while (*c && *c != ',') ++c;
-      if (*c == ',') ++c;
-    }
-  }
+  const std::vector<int> ms = bench_ms(options.quick ? std::vector<int>{1, 16} : std::vector<int>{1, 16, 64, 256});
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& s : shapes) {
     const int n = s[0], k = s[1];

@@ -11,6 +11,9 @@ target_sources(fastinfer PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/instantiations/small_m_t2.cu
   ${CMAKE_CURRENT_LIST_DIR}/instantiations/small_m_t4.cu
   ${CMAKE_CURRENT_LIST_DIR}/instantiations/small_m_t8.cu
+  ${CMAKE_CURRENT_LIST_DIR}/instantiations/small_m_persistent_t1.cu
+  ${CMAKE_CURRENT_LIST_DIR}/instantiations/small_m_persistent_t2.cu
+  ${CMAKE_CURRENT_LIST_DIR}/instantiations/small_m_persistent_t4.cu
   ${CMAKE_CURRENT_LIST_DIR}/instantiations/mid_m.cu
   ${PROJECT_SOURCE_DIR}/src/ref/gemm_ref.cpp)
 target_sources(fastinfer PRIVATE ${CMAKE_CURRENT_LIST_DIR}/large_m_bridge.cpp)

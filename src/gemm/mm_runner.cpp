@@ -3,11 +3,15 @@
 #include <algorithm>
 #include <cmath>
 
+#include <cuda_runtime.h>
+
 #include "fastinfer/device.h"
 #include "gemm/large_m_bridge.h"
 #include "gemm/mid_m_params.h"
+#include "gemm/small_m_persistent.h"
 #include "gemm/weights_impl.h"
 #include "runtime/check.h"
+#include "runtime/cuda_check.h"
 #include "runtime/workspace_pool.h"
 
 namespace fastinfer::gemm::detail {
@@ -17,6 +21,22 @@ namespace {
 // Small-M shapes offered as tactics: (R, W) x cluster size.
 constexpr int kShapes[][2] = {{2, 4}, {2, 8}, {4, 4}, {4, 8}};
 constexpr int kClusters[] = {1, 2, 4, 8};
+// Persistent small-M tactics: CTAs per SM offered (only those the occupancy allows run). The
+// session-4 sweeps measured 1-8; more CTAs per SM (more streams, more bytes in flight) were slower
+// in nearly every cell, 3 or more never the best.
+constexpr int kPersistCtasPerSm[] = {1, 2};
+// Persistent small-M workspace: partial sums of shared row groups, and their arrival counters
+// (zeroed once when the block grows, reset by the kernel after every use).
+constexpr const char* kPersistPartials = "mm_bf16_fp4.persistent.partials";
+constexpr const char* kPersistCounters = "mm_bf16_fp4.persistent.counters";
+// Default persistent tactic (W, S, CTAs per SM) and where it is used: 16 < M <= 32 with at least
+// 2^26 weights. H200 session 4 (batches 2 and 3): 28672 x 4096 M = 32 0.0404-0.0410 ms vs 0.0472 for
+// the best session-3 tactic; at M <= 16 and on the smaller shapes (4096 x 14336 and below) the
+// session-3 kernel was faster (e.g. 28672 x 4096 M = 1 0.0252 vs 0.0274 ms).
+constexpr int kPersistDefault[3] = {8, 3, 1};
+constexpr std::int64_t kPersistFromM = 16;
+constexpr std::int64_t kPersistToM = 32;
+constexpr std::int64_t kPersistMinWeights = std::int64_t{1} << 26;
 // Mid-M (fused wgmma) cluster sizes: CTAs of a cluster split K.
 constexpr int kMidMClusters[] = {1, 2, 4};
 // Above this M the mid-M kernel is not offered when a large-M tactic can run (unmeasured bound).
@@ -52,8 +72,8 @@ MmRunner::MmRunner(int device, DType out_dtype, std::int64_t n, std::int64_t k, 
       k_(k),
       sm_count_(device_info(device).sm_count),
       // v2 (session 3): lean-ring tactics shifted the ids of the mid-M and large-M tactics, so tune
-      // caches written for v1 do not apply.
-      key_("mm_bf16_fp4", std::string("bf16xnvfp4/v2/out=") + (out_dtype == DType::kFloat16 ? "fp16" : "bf16"),
+      // caches written for v1 do not apply; v3 (session 4): persistent tactics after the small-M ones.
+      key_("mm_bf16_fp4", std::string("bf16xnvfp4/v3/out=") + (out_dtype == DType::kFloat16 ? "fp16" : "bf16"),
            {static_cast<std::int64_t>(out_dtype), n, k}, mapper) {
   for (bool lean : {false, true})
     for (const auto& s : kShapes)
@@ -73,6 +93,25 @@ MmRunner::MmRunner(int device, DType out_dtype, std::int64_t n, std::int64_t k, 
       const SmallMShape shape{t.rows_tiles, 1 << e, t.warps, t.cluster, t.lean_ring};
       small_blocks_[i][static_cast<std::size_t>(e)] =
           small_m_compiled(t.rows_tiles, 1 << e, t.warps, t.lean_ring) ? small_m_blocks_per_sm(shape, device) : 0;
+    }
+  for (const auto& s : kPersistentShapes)
+    for (int b : kPersistCtasPerSm) {
+      MmTactic t;
+      t.rows_tiles = kPersistRowTiles;
+      t.warps = s[0];
+      t.persist_stages = s[1];
+      t.ctas_per_sm = b;
+      t.cluster = 1;
+      t.name = "small_m_persist_w" + std::to_string(s[0]) + "_s" + std::to_string(s[1]) + "_b" + std::to_string(b);
+      tactics_.push_back(t);
+    }
+  persist_blocks_.resize(tactics_.size());
+  for (std::size_t i = 0; i < tactics_.size(); ++i)
+    for (int e = 0; e < 3; ++e) {
+      const MmTactic& t = tactics_[i];
+      const PersistentShape shape{1 << e, t.warps, t.persist_stages};
+      persist_blocks_[i][static_cast<std::size_t>(e)] =
+          t.persist_stages > 0 && small_m_persistent_compiled(shape) ? small_m_persistent_blocks_per_sm(shape, device) : 0;
     }
   for (int tokens : kMidMTokenTiles)
     for (int c : kMidMClusters) {
@@ -128,6 +167,11 @@ bool MmRunner::can_run(const MmTactic& t, std::int64_t m) const {
   const int kc_count_mid = static_cast<int>((k_ + kChunkK - 1) / kChunkK);
   if (t.mid_tokens > 0)  // every rank gets at least one chunk; row groups x C fit grid.y
     return kc_count_mid >= t.cluster && (n_ + kMidMRows - 1) / kMidMRows * t.cluster <= 65535;
+  if (t.persist_stages > 0) {  // compiled for T = 1, 2, 4; only as many CTAs per SM as fit at once
+    if (m < 1 || m > 32) return false;
+    const int resident = persist_blocks_[static_cast<std::size_t>(&t - tactics_.data())][m <= 8 ? 0 : m <= 16 ? 1 : 2];
+    return t.ctas_per_sm <= resident && persistent_plan(n_, k_, token_tiles(m), t.warps, t.ctas_per_sm, sm_count_).ctas >= 1;
+  }
   if (!small_m_compiled(t.rows_tiles, token_tiles(m), t.warps, t.lean_ring)) return false;
   const int kc_count = static_cast<int>((k_ + kChunkK - 1) / kChunkK);
   return t.cluster == 1 || kc_count >= t.cluster * t.warps;  // every warp gets at least one chunk
@@ -151,6 +195,10 @@ int MmRunner::default_tactic(std::int64_t m) const {
   // Ranges from the H200 per-tactic sweeps (docs/GEMM.md): weight streaming up to M = 32 (up to 64
   // below N = kSmallMWideToN), the fused mid-M kernel with 64-token tiles up to 64 (and up to 128
   // when K is long, where the large-M decode pass costs most), then decode pass + CUTLASS GEMM.
+  if (m > kPersistFromM && m <= kPersistToM && n_ * k_ >= kPersistMinWeights) {
+    const int id = persistent_tactic(m, kPersistDefault[0], kPersistDefault[1], kPersistDefault[2]);
+    if (id >= 0) return id;
+  }
   if (m <= kMidMFromM || (m <= kMidMToM && n_ < kSmallMWideToN)) return default_small_m_tactic(m);
   const int large = m > kMidMFromM ? default_large_m_tactic(m) : -1;
   if (m > kMidMFromM && (large < 0 || m <= kMidMToM || (m <= kMidMLongKToM && k_ >= kMidMLongK))) {
@@ -160,6 +208,14 @@ int MmRunner::default_tactic(std::int64_t m) const {
   }
   if (large >= 0) return large;
   return default_small_m_tactic(m);
+}
+
+int MmRunner::persistent_tactic(std::int64_t m, int warps, int stages, int ctas_per_sm) const {
+  for (int i = 0; i < tactic_count(); ++i) {
+    const MmTactic& t = tactics_[static_cast<std::size_t>(i)];
+    if (t.persist_stages == stages && t.warps == warps && t.ctas_per_sm == ctas_per_sm && can_run(t, m)) return i;
+  }
+  return -1;
 }
 
 int MmRunner::default_large_m_tactic(std::int64_t m) const {
@@ -215,7 +271,7 @@ int MmRunner::default_small_m_tactic(std::int64_t m) const {
   for (int pass = 0; pass < 2 && best < 0; ++pass) {  // pass 1 drops the chunk rule (tiny K)
     for (int i = 0; i < tactic_count(); ++i) {
       const MmTactic& t = tactics_[static_cast<std::size_t>(i)];
-      if (t.large_m || t.mid_tokens > 0 || !can_run(t, m)) continue;
+      if (t.large_m || t.mid_tokens > 0 || t.persist_stages > 0 || !can_run(t, m)) continue;
       const double chunks_per_warp = std::ceil(static_cast<double>(kc_count) / (t.cluster * t.warps));
       if (pass == 0 && chunks_per_warp < 4.0) continue;
       const int blocks = std::max(1, small_blocks_[static_cast<std::size_t>(i)][static_cast<std::size_t>(tt_index)]);
@@ -267,8 +323,34 @@ void MmRunner::run(const MmCall& call, int tactic, Stream stream) const {
     launch_mid_m(p, t.mid_tokens, t.cluster, device_, call.enable_pdl, stream);
     return;
   }
+  if (t.persist_stages > 0) {
+    run_persistent(p, t, call.enable_pdl, stream);
+    return;
+  }
   launch_small_m(p, SmallMShape{t.rows_tiles, token_tiles(call.m), t.warps, t.cluster, t.lean_ring}, device_, call.enable_pdl,
                  stream);
+}
+
+void MmRunner::run_persistent(const SmallMParams& p, const MmTactic& t, bool enable_pdl, Stream stream) const {
+  const PersistentPlan plan = persistent_plan(n_, k_, token_tiles(p.m), t.warps, t.ctas_per_sm, sm_count_);
+  WorkspacePool& pool = WorkspacePool::global();
+  // The counters must be zero on entry: a new (grown) block is zeroed once, in stream order; every
+  // launch leaves them zero again.
+  const bool grows = pool.capacity(device_, stream, kPersistCounters) < plan.counter_bytes;
+  void* counters = pool.get(device_, stream, kPersistCounters, plan.counter_bytes);
+  if (grows)
+    FASTINFER_CUDA_CHECK(cudaMemsetAsync(counters, 0, pool.capacity(device_, stream, kPersistCounters), stream));
+  SmallMPersistentParams pp;
+  pp.base = p;
+  pp.partials = static_cast<float*>(plan.partial_bytes ? pool.get(device_, stream, kPersistPartials, plan.partial_bytes) : nullptr);
+  pp.counters = static_cast<unsigned*>(counters);
+  pp.row_groups = plan.row_groups;
+  pp.slots_per_group = plan.slots_per_group;
+  pp.total = plan.total;
+  pp.warps_total = plan.warps_total;
+  const bool launched = launch_small_m_persistent(pp, PersistentShape{token_tiles(p.m), t.warps, t.persist_stages}, plan.ctas,
+                                                  device_, enable_pdl, stream);
+  if (!launched) check::fail("gemm::mm_bf16_fp4", "tactic", "name a compiled persistent small-M kernel", t.name);
 }
 
 }  // namespace fastinfer::gemm::detail

@@ -30,6 +30,8 @@ struct MmTactic {
   int rows_tiles = 0, warps = 0, cluster = 0;  // small-M shape (token tiles follow from M)
   bool lean_ring = false;                      // small-M: the lean ring (fewer stages, more warps per SM)
   int mid_tokens = 0;                          // mid-M (fused wgmma) tactic: tokens per CTA, else 0
+  int persist_stages = 0;                      // persistent small-M: ring stages per warp, else 0
+  int ctas_per_sm = 0;                         // persistent small-M: grid = SMs x this (fewer on small shapes)
   const LargeMConfig* large = nullptr;         // large-M config
   std::string name;
 };
@@ -52,8 +54,10 @@ class MmRunner {
  private:
   bool can_run(const MmTactic& t, std::int64_t m) const;
   int default_small_m_tactic(std::int64_t m) const;
+  int persistent_tactic(std::int64_t m, int warps, int stages, int ctas_per_sm) const;
   int default_mid_m_tactic(std::int64_t m, int max_ctas) const;
   int default_large_m_tactic(std::int64_t m) const;
+  void run_persistent(const SmallMParams& p, const MmTactic& t, bool enable_pdl, Stream stream) const;
   LargeMParams large_params(const MmCall& call) const;
 
   int device_;
@@ -64,6 +68,8 @@ class MmRunner {
   // Small-M tactics: CTAs resident per SM for token tiles 1, 2, 4, 8 (occupancy calculator, filled
   // once at construction; 0 where not compiled).
   std::vector<std::array<int, 4>> small_blocks_;
+  // Persistent tactics: CTAs resident per SM for token tiles 1, 2, 4 (0 where not compiled).
+  std::vector<std::array<int, 3>> persist_blocks_;
   tune::RunnerKey key_;
 };
 

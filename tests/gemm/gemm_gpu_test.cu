@@ -154,6 +154,57 @@ TEST_F(GemmGpu, RaggedShapesEveryTactic) {
   check_all_tactics(100, 704, 960, DType::kFloat16);
 }
 
+// The persistent tactics cut the weight's row-group x k-chunk list into equal shares per warp,
+// so a row group can be split between several warps (slots + last-arriver sum): the issue's two
+// large shapes, K = 64 (one chunk per row group), K = 4160 (65 chunks), tiny N, T = 1, 2 and 4.
+TEST_F(GemmGpu, PersistentSharesEveryTactic) {
+  const int shapes[][3] = {{1, 28672, 4096}, {16, 4096, 14336}, {5, 200, 64},     {9, 1000, 4160},
+                           {27, 1000, 4160}, {2, 64, 256},      {12, 6144, 4096}, {32, 2048, 7168},
+                           {24, 28672, 4096}};  // the default picks a persistent tactic here
+  for (const auto& s : shapes) check_all_tactics(s[0], s[1], s[2]);
+}
+
+// Each persistent tactic captured in a CUDA graph and replayed three times (PDL on the eager
+// warm-up): the row-group counters must be back at zero after every launch.
+TEST_F(GemmGpu, PersistentGraphReplayResetsCounters) {
+  Problem p(16, 4096, 4096, 7);
+  auto runner = gemm::detail::mm_runner_for(0, DType::kBFloat16, p.n, p.k);
+  Dev dout(static_cast<std::size_t>(p.m) * p.n * 2);
+  cudaStream_t s;
+  CUDA_OK(cudaStreamCreate(&s));
+  int tested = 0;
+  for (int id : runner->tactics(p.m)) {
+    if (runner->tactic(id).persist_stages == 0) continue;
+    SCOPED_TRACE(runner->tactic(id).name);
+    ++tested;
+    gemm::detail::MmCall call{p.da.ptr, p.k, &p.weights->impl(), dout.ptr, p.n, p.m, true};
+    runner->run(call, id, s);
+    runner->run(call, id, s);
+    CUDA_OK(cudaStreamSynchronize(s));
+    std::vector<std::uint16_t> eager(static_cast<std::size_t>(p.m) * p.n), replay(eager.size());
+    dout.download(eager.data());
+    EXPECT_LT(rel_l2(eager, p.expected, DType::kBFloat16), 1e-2);
+    call.enable_pdl = false;
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+    runner->run(call, id, s);
+    CUDA_OK(cudaStreamEndCapture(s, &graph));
+    CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+    for (int r = 0; r < 3; ++r) {
+      CUDA_OK(cudaMemsetAsync(dout.ptr, 0xFF, dout.bytes, s));
+      CUDA_OK(cudaGraphLaunch(exec, s));
+      CUDA_OK(cudaStreamSynchronize(s));
+      dout.download(replay.data());
+      EXPECT_EQ(std::memcmp(eager.data(), replay.data(), eager.size() * 2), 0) << "replay " << r;
+    }
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+  }
+  cudaStreamDestroy(s);
+  EXPECT_GT(tested, 0);
+}
+
 // a = one-hot rows: out[m, n] = e2m1(q[n, k_m]) * sf[n, k_m / 16] exactly, for every code and
 // every scale byte (incl. e4m3 subnormals and 0.5, the bf16-subnormal decode).
 TEST_F(GemmGpu, DecodeIsExactForEveryCodeAndScale) {
