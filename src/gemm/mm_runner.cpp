@@ -61,6 +61,16 @@ constexpr double kLeanRingGain = 0.1;
 // 32 < M <= 64: small-M streaming (T = 8) beat the mid-M kernel on 4 of the 5 sweep shapes
 // (1.0-1.8x); not on N = 28672 (0.117 vs 0.092 ms), so only below this N.
 constexpr std::int64_t kSmallMWideToN = 16384;
+// The fused NVFP4 wgmma tactics (large-M ids 3..11) beat the decode pass + CUTLASS GEMM in every
+// cell of the session-4 sweep with 64 <= M <= 512 (0.55-0.98x the time; docs/GEMM_LARGE_M.md) and
+// the mid-M kernel at 28672 x 4096 M = 64 (0.079 vs 0.092 ms); from M = 1024 the GEMM path is as
+// fast or faster. Below kSmallMWideToN, M <= 64 stays on small-M streaming (unchanged).
+constexpr std::int64_t kFusedToM = 512;
+// Fused tile choice from the same sweep: 64 tokens up to M = 64, 128 up to 256 (up to 128 at
+// N >= kSmallMWideToN, where 256 with pingpong wins from M = 256), else 256; split K in 2 when N
+// is narrow (the N / 128 row blocks alone leave most SMs idle), in 4 under 32 CTAs (2048 x 7168
+// M = 128).
+constexpr int kFusedMinCtasForK2 = 32;
 }  // namespace
 
 int MmRunner::token_tiles(std::int64_t m) { return m <= 8 ? 1 : m <= 16 ? 2 : m <= 32 ? 4 : 8; }
@@ -200,6 +210,10 @@ int MmRunner::default_tactic(std::int64_t m) const {
     if (id >= 0) return id;
   }
   if (m <= kMidMFromM || (m <= kMidMToM && n_ < kSmallMWideToN)) return default_small_m_tactic(m);
+  if (m <= kFusedToM) {
+    const int fused = default_fused_tactic(m);
+    if (fused >= 0) return fused;
+  }
   const int large = m > kMidMFromM ? default_large_m_tactic(m) : -1;
   if (m > kMidMFromM && (large < 0 || m <= kMidMToM || (m <= kMidMLongKToM && k_ >= kMidMLongK))) {
     // CTAs (one per 128 rows x 64 tokens x K split) capped: <= 112 up to M = 64, <= 132 above.
@@ -229,7 +243,7 @@ int MmRunner::default_large_m_tactic(std::int64_t m) const {
   int by_shape[3] = {-1, -1, -1};  // coop 128x256, coop 128x128, pingpong 64x256
   for (int i = 0; i < tactic_count(); ++i) {
     const MmTactic& t = tactics_[static_cast<std::size_t>(i)];
-    if (!t.large_m || !can_run(t, m)) continue;
+    if (!t.large_m || t.large->algo != LargeMAlgo::kDequantGemm || !can_run(t, m)) continue;
     const int slot = t.large->tile_m == 64 ? 2 : t.large->tile_n == 256 ? 0 : 1;
     if (by_shape[slot] < 0) by_shape[slot] = i;
   }
@@ -238,6 +252,22 @@ int MmRunner::default_large_m_tactic(std::int64_t m) const {
   if (by_shape[1] >= 0) return by_shape[1];
   for (int v : by_shape)
     if (v >= 0) return v;
+  return -1;
+}
+
+int MmRunner::default_fused_tactic(std::int64_t m) const {
+  const bool wide = n_ >= kSmallMWideToN;
+  const int tokens = m <= 64 ? 64 : (m <= 128 || (!wide && m <= 256)) ? 128 : 256;
+  const std::int64_t ctas = (n_ + 127) / 128 * ((m + tokens - 1) / tokens);
+  int split = 1;  // compiled splits: 64 tokens x {1, 4}, 128 x {1, 2, 4}, 256 x {1, 2}
+  if (!wide) split = tokens == 64 || (tokens == 128 && ctas < kFusedMinCtasForK2) ? 4 : 2;
+  const bool pingpong = wide && tokens >= 128;
+  for (int i = 0; i < tactic_count(); ++i) {
+    const MmTactic& t = tactics_[static_cast<std::size_t>(i)];
+    if (t.large_m && t.large->algo == LargeMAlgo::kFusedWgmma && t.large->tile_m == tokens &&
+        t.large->split_k == split && t.large->pingpong == pingpong && can_run(t, m))
+      return i;
+  }
   return -1;
 }
 

@@ -56,6 +56,7 @@ class MmRunner {
   int default_small_m_tactic(std::int64_t m) const;
   int persistent_tactic(std::int64_t m, int warps, int stages, int ctas_per_sm) const;
   int default_mid_m_tactic(std::int64_t m, int max_ctas) const;
+  int default_fused_tactic(std::int64_t m) const;  // -1 when no fused tactic fits (K % 64 != 0, ...)
   int default_large_m_tactic(std::int64_t m) const;
   void run_persistent(const SmallMParams& p, const MmTactic& t, bool enable_pdl, Stream stream) const;
   LargeMParams large_params(const MmCall& call) const;

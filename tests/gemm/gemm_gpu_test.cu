@@ -259,12 +259,32 @@ TEST_F(GemmGpu, DecodeIsExactForEveryCodeAndScale) {
   }
 }
 
+// The heuristic's mid-M range (docs/GEMM_LARGE_M.md): fused wgmma from M = 65 to 512 (and at M = 64
+// on a wide N), the decode pass + GEMM from M = 1024; the fused tile follows M and N.
+TEST_F(GemmGpu, DefaultTacticIsFusedAtMidM) {
+  struct Case { std::int64_t n, k, m; const char* want; };
+  const Case cases[] = {{28672, 4096, 64, "fused_wgmma_64x128x64"},      {28672, 4096, 128, "fused_wgmma_128x128x64_pp"},
+                        {28672, 4096, 256, "fused_wgmma_256x128x64_pp"}, {28672, 4096, 512, "fused_wgmma_256x128x64_pp"},
+                        {4096, 14336, 128, "fused_wgmma_128x128x64_k2"}, {4096, 14336, 512, "fused_wgmma_256x128x64_k2"},
+                        {2048, 7168, 128, "fused_wgmma_128x128x64_k4"},  {28672, 4096, 1024, "dequant_gemm"}};
+  for (const Case& c : cases) {
+    auto runner = gemm::detail::mm_runner_for(0, DType::kBFloat16, c.n, c.k);
+    bool large_built = false;
+    for (int id = 0; id < runner->tactic_count(); ++id) large_built |= runner->tactic(id).large_m;
+    if (!large_built) GTEST_SKIP() << "built with FASTINFER_WITH_LARGE_M=OFF: no fused tactics";
+    const std::string got = runner->tactic(runner->default_tactic(c.m)).name;
+    const std::string want = std::string("large_m_") + c.want;  // dequant_gemm: any of its tiles
+    EXPECT_TRUE(got == want || (want.ends_with("dequant_gemm") && got.starts_with(want)))
+        << c.n << "x" << c.k << " M=" << c.m << ": " << got;
+  }
+}
+
 class GemmGpuEntry : public testing::GpuTest, public ::testing::WithParamInterface<int> {};
 
 // The default tactic at M = 16 (small-M streaming, lean ring), 48 (small-M with 64-token tiles: N is
-// below the heuristic's kSmallMWideToN) and 100 (the large-M path when it is built, else the mid-M
-// kernel).
-INSTANTIATE_TEST_SUITE_P(DefaultTactics, GemmGpuEntry, ::testing::Values(16, 48, 100));
+// below the heuristic's kSmallMWideToN), 100 and 300 (the fused wgmma tactics with 128 / 256 tokens
+// and split K when the large-M path is built, else the mid-M kernel).
+INSTANTIATE_TEST_SUITE_P(DefaultTactics, GemmGpuEntry, ::testing::Values(16, 48, 100, 300));
 
 TEST_P(GemmGpuEntry, PublicEntryGraphCaptureAndPdl) {
   Problem p(GetParam(), 1024, 512, 99);
