@@ -66,10 +66,11 @@ constexpr std::int64_t kSmallMWideToN = 16384;
 // the mid-M kernel at 28672 x 4096 M = 64 (0.079 vs 0.092 ms); from M = 1024 the GEMM path is as
 // fast or faster. Below kSmallMWideToN, M <= 64 stays on small-M streaming (unchanged).
 constexpr std::int64_t kFusedToM = 512;
-// Fused tile choice from the same sweep: 64 tokens up to M = 64, 128 up to 256 (up to 128 at
-// N >= kSmallMWideToN, where 256 with pingpong wins from M = 256), else 256; split K in 2 when N
-// is narrow (the N / 128 row blocks alone leave most SMs idle), in 4 under 32 CTAs (2048 x 7168
-// M = 128).
+// Fused tile choice from the same sweep: 64 tokens up to M = 64; at N >= kSmallMWideToN 128 tokens
+// up to M = 128, else 256 with pingpong, no split; narrower N splits K in 2 (the N / 128 row blocks
+// alone leave most SMs idle), in 4 under 32 CTAs (2048 x 7168 M = 128), with 128 tokens up to
+// M = 256 while the CTAs fit one wave (else 256 tokens: 6144 x 4096 M = 256 took 0.0567 ms with 128
+// tokens x 2, 192 CTAs, in the dccb769 run vs 0.0453 with 256 x 2 in the sweep).
 constexpr int kFusedMinCtasForK2 = 32;
 }  // namespace
 
@@ -257,8 +258,10 @@ int MmRunner::default_large_m_tactic(std::int64_t m) const {
 
 int MmRunner::default_fused_tactic(std::int64_t m) const {
   const bool wide = n_ >= kSmallMWideToN;
-  const int tokens = m <= 64 ? 64 : (m <= 128 || (!wide && m <= 256)) ? 128 : 256;
-  const std::int64_t ctas = (n_ + 127) / 128 * ((m + tokens - 1) / tokens);
+  const std::int64_t row_blocks = (n_ + 127) / 128;
+  const bool one_wave_at_128 = row_blocks * ((m + 127) / 128) * 2 <= sm_count_;
+  const int tokens = m <= 64 ? 64 : (m <= 128 || (!wide && m <= 256 && one_wave_at_128)) ? 128 : 256;
+  const std::int64_t ctas = row_blocks * ((m + tokens - 1) / tokens);
   int split = 1;  // compiled splits: 64 tokens x {1, 4}, 128 x {1, 2, 4}, 256 x {1, 2}
   if (!wide) split = tokens == 64 || (tokens == 128 && ctas < kFusedMinCtasForK2) ? 4 : 2;
   const bool pingpong = wide && tokens >= 128;
