@@ -45,4 +45,37 @@ void launch_persistent_instance(const SmallMPersistentParams& p, int ctas, int d
   FASTINFER_CUDA_CHECK(cudaGetLastError());
 }
 
+// The compiled (W, S) shapes of kPersistentShapes (small_m_persistent.h): calls
+// f.template operator()<W, S>() for the one equal to (warps, stages); false if none.
+template <class F>
+bool with_persistent_shape(int warps, int stages, F&& f) {
+  if (warps == 4 && stages == 4) return f.template operator()<4, 4>(), true;
+  if (warps == 8 && stages == 3) return f.template operator()<8, 3>(), true;
+  if (warps == 8 && stages == 2) return f.template operator()<8, 2>(), true;
+  return false;
+}
+
+// What each instantiation file (small_m_persistent_t{1,2,4}.cu) compiles for its token tiles T.
+template <int T>
+bool launch_persistent_tiles(const SmallMPersistentParams& p, const PersistentShape& shape, int ctas, int device,
+                             bool enable_pdl, cudaStream_t stream) {
+  return with_persistent_shape(shape.warps, shape.stages, [&]<int W, int S>() {
+    launch_persistent_instance<T, W, S>(p, ctas, device, enable_pdl, stream);
+  });
+}
+
+template <int T>
+int persistent_blocks_tiles(const PersistentShape& shape, int device) {
+  int blocks = 0;
+  with_persistent_shape(shape.warps, shape.stages,
+                        [&]<int W, int S>() { blocks = persistent_blocks_per_sm_instance<T, W, S>(device); });
+  return blocks;
+}
+
+inline bool persistent_shape_compiled(const PersistentShape& shape) {
+  for (const auto& c : kPersistentShapes)
+    if (c[0] == shape.warps && c[1] == shape.stages) return true;
+  return false;
+}
+
 }  // namespace fastinfer::gemm::detail

@@ -232,34 +232,7 @@ __global__ void __launch_bounds__(W * 32) small_m_persistent_kernel(SmallMPersis
 
     const unsigned char* st = ring + read_off;
     read_off = read_off + K::kStageBytes == kRingBytes ? 0 : read_off + K::kStageBytes;
-    uint4 wv[R];
-    std::uint32_t s_g[R], s_g8[R];
-#pragma unroll
-    for (int r = 0; r < R; ++r) {
-      wv[r] = *reinterpret_cast<const uint4*>(st + r * 512 + lane * 16);
-      const std::uint32_t sv = *reinterpret_cast<const unsigned short*>(st + K::kWeightBytes + r * 64 + lane * 2);
-      s_g[r] = scale_pair(sv, 0);
-      s_g8[r] = scale_pair(sv, 1);
-    }
-    const unsigned char* act = st + kActOffset;
-    uint4 bq[T][2];
-#pragma unroll
-    for (int tt = 0; tt < T; ++tt)
-#pragma unroll
-      for (int c = 0; c < 2; ++c) bq[tt][c] = *reinterpret_cast<const uint4*>(act + (tt * 8 + g) * 128 + (((2 * t + c) ^ g) * 16));
-#pragma unroll
-    for (int j = 0; j < 4; ++j)
-#pragma unroll
-      for (int r = 0; r < R; ++r) {
-        const std::uint32_t word = j == 0 ? wv[r].x : j == 1 ? wv[r].y : j == 2 ? wv[r].z : wv[r].w;
-        std::uint32_t afrag[4];
-        decode_word(word, s_g[r], s_g8[r], afrag);
-#pragma unroll
-        for (int tt = 0; tt < T; ++tt) {
-          const uint4& b = bq[tt][j >> 1];
-          mma_bf16_16816(acc[r][tt], afrag, (j & 1) ? b.z : b.x, (j & 1) ? b.w : b.y);
-        }
-      }
+    mma_stage<R, T, K::kWeightBytes, kActOffset>(st, lane, g, t, acc);
 
     read_kc = read_kc + 1 == kc_count ? 0 : read_kc + 1;
     if (read_kc == 0 || i + 1 == n_chunks) {  // leaving row group rg

@@ -42,6 +42,46 @@ __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commi
 template <int N>
 __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
 
+// One k64 chunk of a ring stage into the accumulators (the small-M and the persistent kernel):
+// the lane's R 16-byte weight words and block scales, its activation fragments, then 4 k16 steps x
+// R row tiles x T token tiles of mma. ScaleOffset / ActOffset: where the stage's scales and
+// activations start.
+template <int R, int T, int ScaleOffset, unsigned ActOffset>
+__device__ __forceinline__ void mma_stage(const unsigned char* st, int lane, int g, int t, float (&acc)[R][T][4]) {
+  uint4 wv[R];
+  std::uint32_t s_g[R], s_g8[R];
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    wv[r] = *reinterpret_cast<const uint4*>(st + r * 512 + lane * 16);
+    // The lane's two scales (rows g, g+8 of its k16 block) hold for all four k16 steps.
+    const std::uint32_t sv = *reinterpret_cast<const unsigned short*>(st + ScaleOffset + r * 64 + lane * 2);
+    s_g[r] = scale_pair(sv, 0);
+    s_g8[r] = scale_pair(sv, 1);
+  }
+  // Activation fragments: lane (g, t) owns k = chunk*64 + 16t .. 16t+15 of token g (the units it
+  // copied itself): steps j = 0, 1 in unit 2t, steps 2, 3 in unit 2t+1 (zeros past M and K are in
+  // shared memory already). 16-byte reads, XOR-swizzled by the row: conflict-free per quarter warp.
+  const unsigned char* act = st + ActOffset;
+  uint4 bq[T][2];
+#pragma unroll
+  for (int tt = 0; tt < T; ++tt)
+#pragma unroll
+    for (int c = 0; c < 2; ++c) bq[tt][c] = *reinterpret_cast<const uint4*>(act + (tt * 8 + g) * 128 + (((2 * t + c) ^ g) * 16));
+#pragma unroll
+  for (int j = 0; j < 4; ++j)
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      const std::uint32_t word = j == 0 ? wv[r].x : j == 1 ? wv[r].y : j == 2 ? wv[r].z : wv[r].w;
+      std::uint32_t afrag[4];
+      decode_word(word, s_g[r], s_g8[r], afrag);
+#pragma unroll
+      for (int tt = 0; tt < T; ++tt) {
+        const uint4& b = bq[tt][j >> 1];
+        mma_bf16_16816(acc[r][tt], afrag, (j & 1) ? b.z : b.x, (j & 1) ? b.w : b.y);
+      }
+    }
+}
+
 template <int R, int T, int W, bool Lean = false>
 struct SmallMKernel {
   static constexpr int kThreads = W * 32;
@@ -165,38 +205,7 @@ __global__ void __launch_bounds__(W * 32) small_m_kernel(SmallMParams p) {
 
     const unsigned char* st = ring + read_off;
     read_off = read_off + K::kStageBytes == kRingBytes ? 0 : read_off + K::kStageBytes;
-    uint4 wv[R];
-    std::uint32_t s_g[R], s_g8[R];
-#pragma unroll
-    for (int r = 0; r < R; ++r) {
-      wv[r] = *reinterpret_cast<const uint4*>(st + r * 512 + lane * 16);
-      // The lane's two scales (rows g, g+8 of its k16 block) hold for all four k16 steps.
-      const std::uint32_t sv = *reinterpret_cast<const unsigned short*>(st + K::kWeightBytes + r * 64 + lane * 2);
-      s_g[r] = scale_pair(sv, 0);
-      s_g8[r] = scale_pair(sv, 1);
-    }
-    // Activation fragments: lane (g, t) owns k = chunk*64 + 16t .. 16t+15 of token g (the units it
-    // copied itself): steps j = 0, 1 in unit 2t, steps 2, 3 in unit 2t+1 (zeros past M and K are in
-    // shared memory already). 16-byte reads, XOR-swizzled by the row: conflict-free per quarter warp.
-    const unsigned char* act = st + kActOffset;
-    uint4 bq[T][2];
-#pragma unroll
-    for (int tt = 0; tt < T; ++tt)
-#pragma unroll
-      for (int c = 0; c < 2; ++c) bq[tt][c] = *reinterpret_cast<const uint4*>(act + (tt * 8 + g) * 128 + (((2 * t + c) ^ g) * 16));
-#pragma unroll
-    for (int j = 0; j < 4; ++j)
-#pragma unroll
-      for (int r = 0; r < R; ++r) {
-        const std::uint32_t word = j == 0 ? wv[r].x : j == 1 ? wv[r].y : j == 2 ? wv[r].z : wv[r].w;
-        std::uint32_t afrag[4];
-        decode_word(word, s_g[r], s_g8[r], afrag);
-#pragma unroll
-        for (int tt = 0; tt < T; ++tt) {
-          const uint4& b = bq[tt][j >> 1];
-          mma_bf16_16816(acc[r][tt], afrag, (j & 1) ? b.z : b.x, (j & 1) ? b.w : b.y);
-        }
-      }
+    mma_stage<R, T, K::kWeightBytes, kActOffset>(st, lane, g, t, acc);
   }
   cp_async_wait<0>();
   asm volatile("griddepcontrol.launch_dependents;");
