@@ -296,6 +296,9 @@ __global__ void __launch_bounds__(kThreads, 1) fused_wgmma_kernel(const Params p
     for (int j = 0; j < 4; ++j)
 #pragma unroll
       for (int q = 0; q < 4; ++q) cute::warpgroup_fence_operand(afrag[b ^ 1][j][q]);
+    // Release stage i - 1: the warp barrier orders every lane's loads before lane 0's release arrive.
+    // compute-sanitizer racecheck reports lanes 1..31's loads against the refill (it credits only
+    // the arriving thread); a false positive, see docs/GEMM_LARGE_M.md.
     if (i > 0) {
       __syncwarp();
       if (lane == 0) mbarrier_arrive(&empty[(i - 1) % S]);
