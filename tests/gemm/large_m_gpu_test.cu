@@ -106,8 +106,16 @@ struct DeviceProblem {
     cudaMemcpy(a.ptr, p.a.data(), p.a.size() * 2, cudaMemcpyHostToDevice);
     cudaMemcpy(packed.ptr, p.packed.data(), p.packed.size(), cudaMemcpyHostToDevice);
     cudaMemcpy(scales.ptr, p.scales.data(), p.scales.size(), cudaMemcpyHostToDevice);
+    // A pageable cudaMemcpy may return before its DMA lands, and the legacy stream it runs on does
+    // not order a non-blocking stream's kernels (check_pdl_and_graph): wait for it here. Without
+    // this, one H200 run under load read the weights before they arrived (output all zeros).
+    cudaDeviceSynchronize();
   }
-  void poison() { cudaMemset(out.ptr, 0xFF, out_elems * 2); }  // 0xFFFF is NaN in bf16 and fp16
+  // 0xFFFF is NaN in bf16 and fp16; synchronous for the same reason as the uploads.
+  void poison() {
+    cudaMemset(out.ptr, 0xFF, out_elems * 2);
+    cudaDeviceSynchronize();
+  }
   LargeMParams params(const Problem& p, DType out_dtype, bool pdl = false) const {
     LargeMParams q;
     q.a = a.ptr, q.w_packed = packed.ptr, q.w_scales = scales.ptr, q.w_dequant = p.w_dequant, q.alpha = p.alpha;
