@@ -24,6 +24,10 @@ using dist_test::RankSlice;
 using ref::HostTensor;
 constexpr std::int64_t DD = 128 * 128;
 
+// cudaMemset and pageable cudaMemcpy may still be running on the legacy stream when they return,
+// and the ops run on non-blocking streams, which do not wait for it.
+void wait_for_legacy_stream() { FASTINFER_CUDA_CHECK(cudaStreamSynchronize(cudaStreamLegacy)); }
+
 // A device copy of a host tensor on `device`, or an uninitialised one poisoned with NaN.
 struct DeviceCopy {
   void* ptr = nullptr;
@@ -35,6 +39,7 @@ struct DeviceCopy {
     FASTINFER_CUDA_CHECK(cudaMalloc(&ptr, bytes));
     if (upload) FASTINFER_CUDA_CHECK(cudaMemcpy(ptr, host.data, bytes, cudaMemcpyHostToDevice));
     else FASTINFER_CUDA_CHECK(cudaMemset(ptr, 0xFF, bytes));  // NaN in every float format
+    wait_for_legacy_stream();
     view.data = ptr;
     view.device = Device::cuda(device);
   }
@@ -369,6 +374,7 @@ TEST_F(GdnDistributedSimulatedGpu, ThreeRanksEnteringStateDominatesUseCpOn) {
 void upload(const DeviceCopy& d, const TensorView& host) {
   FASTINFER_CUDA_CHECK(cudaMemcpy(d.ptr, host.data, static_cast<std::size_t>(host.numel()) * host.element_size(),
                                   cudaMemcpyHostToDevice));
+  wait_for_legacy_stream();
 }
 
 // A CUDA graph captured on each rank after a warm-up call (NCCL all-gather included), replayed
@@ -405,6 +411,7 @@ TEST_F(GdnDistributedGpu, GraphReplayWithNewInputsEqualsEager) {
       auto poison = [&] {
         FASTINFER_CUDA_CHECK(cudaMemset(run.out.ptr, 0xFF, static_cast<std::size_t>(run.out.view.numel()) * 2));
         FASTINFER_CUDA_CHECK(cudaMemset(run.out_state.ptr, 0xFF, static_cast<std::size_t>(run.out_state.view.numel()) * 4));
+        wait_for_legacy_stream();
       };
       cudaStream_t stream;
       FASTINFER_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));

@@ -105,6 +105,7 @@ TEST_F(StressGpu, ThreadsStreamsMixedOpsBitIdenticalNoLeak) {
   }
   DeviceBuffer counters(sizeof(unsigned long long) * lanes * num_problems);
   FASTINFER_CUDA_CHECK(cudaMemset(counters.get(), 0, counters.bytes()));
+  FASTINFER_CUDA_CHECK(cudaDeviceSynchronize());  // the lanes' non-blocking streams do not wait for the memset
   auto counter = [&](int lane, int p) { return counters.as<unsigned long long>() + lane * num_problems + p; };
   auto run_one = [&](int lane, int p) {
     OpInstance& inst = *instances[lane][p];
