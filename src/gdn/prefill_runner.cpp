@@ -1,5 +1,7 @@
 #include "gdn/prefill_runner.h"
 
+#include <algorithm>
+
 #include "fastinfer/device.h"
 #include "gdn/prefill_fast_launch.h"
 #include "gdn/prefill_inverse.h"
@@ -53,21 +55,34 @@ void PrefillRunner::run(const PrefillParams& params, Stream stream, const Prefil
   const int rows = params.segment_offsets != nullptr ? params.num_segments : params.num_seqs;
   if (rows == 0 || params.total_tokens == 0) return;
   DeviceGuard guard(key_.device);
-  PrefillParams p = params;
-  // nullptr from precompute_chunk_inverses: the kernel solves T.
-  const bool own_rows = p.chunk_inverse == nullptr && p.chunk_t_gated == nullptr && p.segment_offsets == nullptr;
+  const int ctas = options.ctas > 0 ? options.ctas : sm_count_;
   InverseSource inverse = options.inverse;
   if (inverse == InverseSource::kAuto)
-    inverse = tiny_prefill_call(p, sm_count_) ? InverseSource::kSolveInKernel : InverseSource::kPrecomputeGated;
+    inverse = tiny_prefill_call(params, sm_count_) ? InverseSource::kSolveInKernel : InverseSource::kPrecomputeGated;
+  const bool own_rows =
+      params.chunk_inverse == nullptr && params.chunk_t_gated == nullptr && params.segment_offsets == nullptr;
+  const bool precompute =
+      own_rows && (inverse == InverseSource::kPrecompute || inverse == InverseSource::kPrecomputeGated);
   const std::size_t max_bytes = options.precompute_max_bytes > 0 ? options.precompute_max_bytes : kMaxPrecomputedInverseBytes;
-  if (own_rows && inverse == InverseSource::kPrecompute)
-    p.chunk_inverse = static_cast<const float*>(
-        precompute_chunk_inverses(p, key_.input, key_.device, stream, PrecomputedForm::kInverse, max_bytes));
-  if (own_rows && inverse == InverseSource::kPrecomputeGated)
-    p.chunk_t_gated =
-        precompute_chunk_inverses(p, key_.input, key_.device, stream, PrecomputedForm::kTGated, max_bytes);
-  if (options.precompute_only) return;
-  launch_(p, options.ctas > 0 ? options.ctas : sm_count_, stream, options.profile);
+  const InverseGroups groups = precompute ? plan_inverse_groups(params, max_bytes) : InverseGroups{};
+  if (groups.solves()) {  // the params' own inverse source, or the kernel solves T
+    if (!options.precompute_only) launch_(params, ctas, stream, options.profile);
+    return;
+  }
+  // Stage 1 then the kernel per head group (one group unless the workspace cap splits the heads);
+  // the groups share the chunk table and, in stream order, the workspace.
+  const PrecomputedForm form = inverse == InverseSource::kPrecompute ? PrecomputedForm::kInverse : PrecomputedForm::kTGated;
+  const InverseRows inverse_rows = prepare_inverse_rows(params, groups, key_.device, stream);
+  for (int first = 0; first < params.num_state_heads; first += groups.heads_per_group) {
+    PrefillParams group = head_group(params, first, std::min(groups.heads_per_group, params.num_state_heads - first));
+    const void* t = launch_chunk_inverses(group, groups, inverse_rows, key_.input, form, stream);
+    if (form == PrecomputedForm::kTGated) {
+      group.chunk_t_gated = t;
+    } else {
+      group.chunk_inverse = static_cast<const float*>(t);
+    }
+    if (!options.precompute_only) launch_(group, ctas, stream, options.profile);
+  }
 }
 
 std::shared_ptr<const PrefillRunner> prefill_runner(const PrefillRunnerKey& key) {

@@ -44,7 +44,7 @@ struct PrefillRunOptions {
   int ctas = 0;                           // persistent CTAs; 0 = the SM count
   unsigned long long* profile = nullptr;  // a zeroed device FastProfile (prefill_fast_launch.h)
   bool precompute_only = false;           // benchmarks: launch the chunk table and stage 1, not the kernel
-  std::size_t precompute_max_bytes = 0;   // workspace cap of the precomputed T; 0 = kMaxPrecomputedInverseBytes
+  std::size_t precompute_max_bytes = 0;   // workspace cap of one head group's precomputed T; 0 = kMaxPrecomputedInverseBytes
 };
 
 class PrefillRunner {

@@ -20,14 +20,17 @@ inline constexpr int kRowPad = 8;  // bf16 row padding: rows 272 B apart keep MM
 inline constexpr int kA0Pitch = kC + 4;
 
 // Column c of Tinv by forward substitution, entirely in registers (the column's earlier entries
-// are the thread's own), from row kFirst <= c on: the entries above are zero, so the warp of
-// columns 32-63 skips that half (496 instead of 2016 FMAs per thread). Right-looking: once x[j] is
+// are the thread's own), rows [kFirst, kLast) with kFirst <= c: the entries above are zero, so the
+// warp of columns 32-63 skips that half (496 instead of 2016 FMAs per thread); rows from kLast on
+// are zero when the block has at most kLast tokens (beta = 0 there: A0's rows are zero, so the
+// full solve leaves exactly +0 in them and e_c in a column c >= kLast), so a block of <= 32
+// tokens solves 32 rows (the 8192 x 32 shape: every block). Right-looking: once x[j] is
 // final it is subtracted from every later row, so the dependent chain is one FMA per step (63)
 // instead of the 2016 of row-by-row dot products (each CTA's lifetime was its first warp's chain:
 // ncu, session 4 batch 1); the same FMAs in the same order per x[i], so the same bits. Then the
 // column into block_inverse (all 64 rows) and/or block_t_gated (the rows of 16x16 blocks on or
 // below the diagonal: the prefill kernel reads only those).
-template <class In, int kFirst>
+template <class In, int kFirst, int kLast = kC>
 __device__ __forceinline__ void solve_and_store_column(const CpStageParams& p, const float (&a0t)[kC][kA0Pitch],
                                                        const float* gates, const float* beta, std::int64_t row, int c) {
   using E = typename In::T;
@@ -35,9 +38,9 @@ __device__ __forceinline__ void solve_and_store_column(const CpStageParams& p, c
 #pragma unroll
   for (int i = 0; i < kC; ++i) x[i] = i >= kFirst && i == c ? 1.f : 0.f;
 #pragma unroll
-  for (int j = kFirst; j < kC - 1; ++j)
+  for (int j = kFirst; j < kLast - 1; ++j)
 #pragma unroll
-    for (int i = j + 1; i < kC; ++i) x[i] = fmaf(-a0t[j][i], x[j], x[i]);
+    for (int i = j + 1; i < kLast; ++i) x[i] = fmaf(-a0t[j][i], x[j], x[i]);
   if (p.block_inverse != nullptr) {
     float* out = p.block_inverse + row * kC * kC;
 #pragma unroll
@@ -113,7 +116,8 @@ __global__ void __launch_bounds__(kC * kHeads, 10 / kHeads) block_inverse_kernel
   // j < i of them).
   const int r0 = warp * 32, col_tiles = 4 * (warp + 1);
   float acc[2][8][4] = {};
-  if (warp < 2) {
+  // Rows 32-63 of a block of <= 32 tokens are zero rows of K: warp 1 keeps its zero accumulators.
+  if (warp == 0 || (warp == 1 && len > kC / 2)) {
 #pragma unroll
     for (int ks = 0; ks < kD / 16; ++ks) {
       std::uint32_t a[2][4];
@@ -160,11 +164,21 @@ __global__ void __launch_bounds__(kC * kHeads, 10 / kHeads) block_inverse_kernel
   const auto& a0t = *reinterpret_cast<const float(*)[kC][kA0Pitch]>(tiles[r]);
   const int c = tok;
   const std::int64_t row = (static_cast<std::int64_t>(n) * p.blocks_per_seq + block) * p.num_state_heads + head0 + r;
-  // Warp-uniform: the second warp of each head starts at row 32.
+  // Warp-uniform: the second warp of each head starts at row 32; blocks of <= 32 tokens (CTA-
+  // uniform) solve rows 0-31 only.
+  const bool short_block = len <= kC / 2;
   if (c < kC / 2) {
-    solve_and_store_column<In, 0>(p, a0t, gates[r], beta[r], row, c);
+    if (short_block) {
+      solve_and_store_column<In, 0, kC / 2>(p, a0t, gates[r], beta[r], row, c);
+    } else {
+      solve_and_store_column<In, 0>(p, a0t, gates[r], beta[r], row, c);
+    }
   } else {
-    solve_and_store_column<In, kC / 2>(p, a0t, gates[r], beta[r], row, c);
+    if (short_block) {
+      solve_and_store_column<In, kC / 2, kC / 2>(p, a0t, gates[r], beta[r], row, c);
+    } else {
+      solve_and_store_column<In, kC / 2>(p, a0t, gates[r], beta[r], row, c);
+    }
   }
 }
 
