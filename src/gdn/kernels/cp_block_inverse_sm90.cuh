@@ -1,8 +1,8 @@
 #pragma once
 // CP stage 1: per 64-token block and state head, Tinv = (I + strict_lower(diag(beta) K K^T))^-1
-// (gate-free; docs/GDN_CP.md), and/or (gdn::prefill's non-CP path) the gated T_g the prefill
-// kernel's consumers use, as a rounded pair hi + lo. Two warps: K K^T on tensor cores, then each
-// of the 64 threads solves one column by forward substitution entirely in registers (the column's
+// (gate-free; docs/GDN_CP.md), and/or the gated T_g the prefill kernel's consumers use, as a
+// rounded pair hi + lo. Two warps per head: K K^T on tensor cores, then each of the 64 threads
+// solves one column by forward substitution entirely in registers (the column's
 // earlier entries are the thread's own, so the solve needs no synchronisation).
 #include "gdn/cp_launch.h"
 #include "gdn/kernels/cp_common_sm90.cuh"
@@ -112,17 +112,21 @@ __global__ void __launch_bounds__(kC * kHeads, 10 / kHeads) block_inverse_kernel
   if (tok >= 32) gates[r][tok] += gates[r][31];
   __syncthreads();
 
-  // K K^T (warps 0 and 1): warp w computes rows 32 w .. 32 w + 31, columns j < 32 (w + 1) (every
-  // j < i of them).
-  const int r0 = warp * 32, col_tiles = 4 * (warp + 1);
-  float acc[2][8][4] = {};
-  // Rows 32-63 of a block of <= 32 tokens are zero rows of K: warp 1 keeps its zero accumulators.
-  if (warp == 0 || (warp == 1 && len > kC / 2)) {
+  // K K^T on every warp: warp w computes row tiles w kMTiles .. (w + 1) kMTiles - 1 (16 rows each),
+  // columns j < 16 (w + 1) kMTiles (every j < i of them). With two heads (four warps) each warp
+  // takes one 16-row tile (the longest, warp 3: 8 column tiles) instead of warps 0-1 taking 32 rows
+  // while warps 2-3 waited at the barrier (ncu, session 4 batch 5: barrier stall 1.27 cycles per
+  // issued instruction; the longest warp had 16 MMAs per k-step, now 8).
+  constexpr int kMmaWarps = 2 * kHeads, kMTiles = (kC / 16) / kMmaWarps;
+  const int r0 = warp * 16 * kMTiles, col_tiles = 2 * kMTiles * (warp + 1);
+  float acc[kMTiles][8][4] = {};
+  // Rows at or past len are zero rows of K: a warp whose rows all lie there keeps zero accumulators.
+  if (r0 < len) {
 #pragma unroll
     for (int ks = 0; ks < kD / 16; ++ks) {
-      std::uint32_t a[2][4];
+      std::uint32_t a[kMTiles][4];
 #pragma unroll
-      for (int mt = 0; mt < 2; ++mt) {
+      for (int mt = 0; mt < kMTiles; ++mt) {
         const int row = r0 + mt * 16 + g, col = ks * 16 + 2 * t;
         a[mt][0] = lds_pair(&k_rows[row][col]);
         a[mt][1] = lds_pair(&k_rows[row + 8][col]);
@@ -135,29 +139,27 @@ __global__ void __launch_bounds__(kC * kHeads, 10 / kHeads) block_inverse_kernel
           const std::uint32_t b0 = lds_pair(&k_rows[nt * 8 + g][ks * 16 + 2 * t]);
           const std::uint32_t b1 = lds_pair(&k_rows[nt * 8 + g][ks * 16 + 2 * t + 8]);
 #pragma unroll
-          for (int mt = 0; mt < 2; ++mt) In::mma(acc[mt][nt], a[mt], b0, b1);
+          for (int mt = 0; mt < kMTiles; ++mt) In::mma(acc[mt][nt], a[mt], b0, b1);
         }
       }
     }
   }
   __syncthreads();  // K read: A0 overwrites it
   // The solve reads A0[i][j] for j < i only, so the tiles right of col_tiles stay unwritten.
-  if (warp < 2) {
 #pragma unroll
-    for (int h = 0; h < kHeads; ++h) {
-      auto& a0t = *reinterpret_cast<float(*)[kC][kA0Pitch]>(tiles[h]);
+  for (int h = 0; h < kHeads; ++h) {
+    auto& a0t = *reinterpret_cast<float(*)[kC][kA0Pitch]>(tiles[h]);
 #pragma unroll
-      for (int mt = 0; mt < 2; ++mt)
+    for (int mt = 0; mt < kMTiles; ++mt)
 #pragma unroll
-        for (int nt = 0; nt < 8; ++nt)
-          if (nt < col_tiles) {
+      for (int nt = 0; nt < 8; ++nt)
+        if (nt < col_tiles) {
 #pragma unroll
-            for (int e = 0; e < 4; ++e) {
-              const int i = r0 + mt * 16 + g + (e / 2) * 8, j = nt * 8 + 2 * t + (e % 2);
-              a0t[j][i] = j < i ? beta[h][i] * acc[mt][nt][e] : 0.f;
-            }
+          for (int e = 0; e < 4; ++e) {
+            const int i = r0 + mt * 16 + g + (e / 2) * 8, j = nt * 8 + 2 * t + (e % 2);
+            a0t[j][i] = j < i ? beta[h][i] * acc[mt][nt][e] : 0.f;
           }
-    }
+        }
   }
   __syncthreads();
 
