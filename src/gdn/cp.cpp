@@ -19,6 +19,7 @@ constexpr int kD = kHeadDim;
 // The one workspace layout, in counting mode (base == nullptr) and carving mode.
 struct CpWorkspace {
   float* block_inverse;
+  void* block_t_gated;
   float* map_m;
   float* map_b;
   float* chunk_states;
@@ -34,6 +35,8 @@ CpWorkspace carve(void* base, const CpPlan& plan) {
   const std::size_t chunks = static_cast<std::size_t>(plan.segments());
   CpWorkspace w{};
   w.block_inverse = carver.take<float>(blocks * heads * kCpBlockLen * kCpBlockLen);
+  // T_g hi + lo in the 16-bit input dtype: the bytes of the fp32 Tinv.
+  w.block_t_gated = carver.take<float>(blocks * heads * kCpBlockLen * kCpBlockLen);
   const std::size_t maps = static_cast<std::size_t>(plan.map_rows());
   w.map_m = carver.take<float>(maps * heads * kD * kD);
   w.map_b = carver.take<float>(maps * heads * kD * kD);
@@ -113,6 +116,7 @@ CpStageView launch_stages(const PrefillArgs& a, const ExecContext& ctx, const Cp
   p.blocks_per_seq = static_cast<int>(plan.blocks_per_seq());
   p.map_splits = static_cast<int>(plan.map_splits);
   p.block_inverse = w.block_inverse;
+  p.block_t_gated = w.block_t_gated;  // stage 1 writes both: stage 2 needs Tinv, stage 4 T_g
   p.map_m = w.map_m;
   p.map_b = w.map_b;
   p.chunk_states = w.chunk_states;
@@ -127,7 +131,7 @@ CpStageView launch_stages(const PrefillArgs& a, const ExecContext& ctx, const Cp
   if (options.first_stage <= 1) kInverse[input](p, ctx.stream);
   if (options.first_stage <= 2 && options.last_stage >= 2) kMaps[options.fp16_operands ? 1 : 0][input](p, ctx.stream);
   if (options.last_stage >= 3) launch_cp_fixup(p, ctx.stream);
-  return {plan, w.block_inverse, w.map_m, w.map_b, w.chunk_states, w.segment_offsets, w.segment_sequence};
+  return {plan, w.block_inverse, w.block_t_gated, w.map_m, w.map_b, w.chunk_states, w.segment_offsets, w.segment_sequence};
 }
 
 }  // namespace
@@ -150,8 +154,9 @@ void prefill_cp(const PrefillArgs& a, const PrefillShape& shape, const ExecConte
   p.segment_sequence = stages.segment_sequence;
   p.num_segments = static_cast<int>(stages.plan.segments());
   p.segment_states = stages.chunk_states;
-  // Stage 1's Tinv of every block: stage 4 loads it instead of solving again.
-  p.chunk_inverse = stages.block_inverse;
+  // Stage 1's T_g of every block: stage 4 loads it instead of solving T and building T_g (the
+  // chunks of a segment past the plan solve their own).
+  p.chunk_t_gated = stages.block_t_gated;
   p.chunk_inverse_segment_blocks = static_cast<int>(stages.plan.chunk_len / kCpBlockLen);
   p.programmatic_launch = options.programmatic_launch;
   const PrefillRunnerKey key{ctx.device.index, a.q.dtype == DType::kBFloat16 ? InputType::kBFloat16 : InputType::kFloat16};

@@ -51,6 +51,7 @@ struct CpOptions {
 struct CpStageView {
   CpPlan plan;
   const float* block_inverse = nullptr;  // [N * blocks_per_seq, Hsab, 64, 64]
+  const void* block_t_gated = nullptr;   // [N * blocks_per_seq, Hsab, 2, 64, 64], stage 4's T_g (hi, lo)
   const float* map_m = nullptr;          // [plan.map_rows(), Hsab, 128, 128]: per piece (plan.map_len() tokens)
   const float* map_b = nullptr;
   const float* chunk_states = nullptr;

@@ -73,11 +73,11 @@ struct PrefillParams {
   const float* segment_states = nullptr;
   const float* chunk_inverse = nullptr;
   int chunk_inverse_segment_blocks = 0;
-  // chunk_t_gated (optional, calls without segment hooks; takes precedence over chunk_inverse):
-  // T_g = (Tinv diag(beta)) o Gamma of every chunk as a rounded pair hi + lo in the input dtype,
-  // [rows, Hsab, 2, 64, 64] (hi, then lo; zero above the diagonal within the 16x16 blocks on or
-  // below it, which are all the kernel reads), same row rule as
-  // chunk_inverse: the kernel then neither solves T nor builds T_g.
+  // chunk_t_gated (optional; takes precedence over chunk_inverse): T_g = (Tinv diag(beta)) o Gamma
+  // of every chunk as a rounded pair hi + lo in the input dtype, [rows, Hsab, 2, 64, 64] (hi, then
+  // lo; zero above the diagonal within the 16x16 blocks on or below it, which are all the kernel
+  // reads), the row rule of chunk_inverse (with the segment hooks: chunk_inverse_segment_blocks,
+  // chunks past it solve their own): the kernel then neither solves T nor builds T_g.
   const void* chunk_t_gated = nullptr;
   // Launch as a programmatic dependent launch (the kernel waits on griddepcontrol.wait before it
   // reads anything): the CP pipeline overlaps stage 4's launch with the fix-up's tail.

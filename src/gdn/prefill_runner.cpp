@@ -40,7 +40,7 @@ bool PrefillRunner::can_implement(const PrefillParams& p) {
                                      ? p.segment_sequence == nullptr && p.segment_states == nullptr
                                      : p.segment_sequence != nullptr && p.segment_states != nullptr && p.num_segments >= 0;
   const bool inverse_rows = p.chunk_inverse == nullptr || p.segment_offsets == nullptr || p.chunk_inverse_segment_blocks > 0;
-  const bool t_gated_rows = p.chunk_t_gated == nullptr || p.segment_offsets == nullptr;
+  const bool t_gated_rows = p.chunk_t_gated == nullptr || p.segment_offsets == nullptr || p.chunk_inverse_segment_blocks > 0;
   return segments_complete && inverse_rows && t_gated_rows && p.num_state_heads > 0 && p.num_seqs >= 0;
 }
 

@@ -13,12 +13,15 @@ using kernels::fast::TSource;
 template <InputType kType>
 using Kernel = void (*)(const PrefillParams, unsigned long long*);
 template <InputType kType>
-constexpr Kernel<kType> kKernels[3] = {kernels::fast::gdn_prefill_fast_kernel<kType, TSource::kSolve>,
+constexpr Kernel<kType> kKernels[4] = {kernels::fast::gdn_prefill_fast_kernel<kType, TSource::kSolve>,
                                        kernels::fast::gdn_prefill_fast_kernel<kType, TSource::kTGated>,
-                                       kernels::fast::gdn_prefill_fast_kernel<kType, TSource::kInverseOrSolve>};
-// The instantiation for the params' T source (the index into kKernels).
+                                       kernels::fast::gdn_prefill_fast_kernel<kType, TSource::kInverseOrSolve>,
+                                       kernels::fast::gdn_prefill_fast_kernel<kType, TSource::kTGatedOrSolve>};
+// The instantiation for the params' T source (the index into kKernels): T_g with the segment hooks
+// (CP stage 4) may miss the rows of a segment past the plan, which solve.
 inline int kernel_index(const PrefillParams& p) {
-  return p.chunk_t_gated != nullptr ? 1 : p.chunk_inverse != nullptr ? 2 : 0;
+  if (p.chunk_t_gated != nullptr) return p.segment_offsets != nullptr ? 3 : 1;
+  return p.chunk_inverse != nullptr ? 2 : 0;
 }
 }  // namespace prefill_fast_detail
 

@@ -10,7 +10,8 @@ namespace fastinfer::gdn::kernels::fast {
 // Where one kernel instantiation's chunks get T = (I + A0)^-1: solved by the producer; T_g
 // precomputed and loaded (PrefillParams::chunk_t_gated); or a precomputed Tinv loaded where there
 // is one (PrefillParams::chunk_inverse, the consumers build T_g from it), else solved.
-enum class TSource : std::uint8_t { kSolve, kTGated, kInverseOrSolve };
+// kTGatedOrSolve: CP stage 4 on stage 1's T_g, the chunks of a segment past the plan solving their own.
+enum class TSource : std::uint8_t { kSolve, kTGated, kInverseOrSolve, kTGatedOrSolve };
 
 struct FastConfig {
   static constexpr int kChunk = 64;

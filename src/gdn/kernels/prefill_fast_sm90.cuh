@@ -117,11 +117,18 @@ __device__ __forceinline__ const float* chunk_inverse_of(const PrefillParams& p,
 }
 
 // The precomputed T_g hi + lo of the chunk at token0 of item w (PrefillParams::chunk_t_gated, the
-// non-segment row rule), or nullptr.
+// row rule of chunk_inverse), or nullptr.
 template <class Element>
 __device__ __forceinline__ const Element* chunk_t_gated_of(const PrefillParams& p, const WorkItem& w, std::int64_t token0) {
-  if (p.chunk_t_gated == nullptr || p.segment_offsets != nullptr) return nullptr;
-  const std::int64_t row = w.bos / FastConfig::kChunk + w.row + (token0 - w.bos) / FastConfig::kChunk;
+  if (p.chunk_t_gated == nullptr) return nullptr;
+  const std::int64_t chunk = (token0 - w.bos) / FastConfig::kChunk;
+  std::int64_t row;
+  if (p.segment_offsets != nullptr) {
+    if (chunk >= p.chunk_inverse_segment_blocks) return nullptr;
+    row = w.row * p.chunk_inverse_segment_blocks + chunk;
+  } else {
+    row = w.bos / FastConfig::kChunk + w.row + chunk;
+  }
   return static_cast<const Element*>(p.chunk_t_gated) + (row * p.num_state_heads + w.head) * (2 * FastConfig::kChunk * FastConfig::kChunk);
 }
 
@@ -131,6 +138,8 @@ template <TSource kSource>
 __device__ __forceinline__ ConsumerPrep consumer_prep_of(const PrefillParams& p, const WorkItem& w, std::int64_t token0) {
   if constexpr (kSource == TSource::kTGated) return ConsumerPrep::kP;
   if constexpr (kSource == TSource::kSolve) return ConsumerPrep::kNone;
+  if constexpr (kSource == TSource::kTGatedOrSolve)  // the element type does not matter for the row
+    return chunk_t_gated_of<std::uint16_t>(p, w, token0) != nullptr ? ConsumerPrep::kP : ConsumerPrep::kNone;
   return chunk_inverse_of(p, w, token0) != nullptr ? ConsumerPrep::kTGatedAndP : ConsumerPrep::kNone;
 }
 
@@ -142,7 +151,8 @@ __device__ __forceinline__ ChunkSource chunk_source(const PrefillParams& p, cons
                      head_rows<Element>(p.v, c.w.head, p.num_v_heads, p, p.v_stride_head) + t0 * p.v_stride_token,
                      t0, c.w.chunk_len(t0), c.w.head,
                      kSource == TSource::kInverseOrSolve ? chunk_inverse_of(p, c.w, t0) : nullptr,
-                     kSource == TSource::kTGated ? chunk_t_gated_of<Element>(p, c.w, t0) : nullptr};
+                     kSource == TSource::kTGated || kSource == TSource::kTGatedOrSolve ? chunk_t_gated_of<Element>(p, c.w, t0)
+                                                                                       : nullptr};
 }
 
 // Whether the producer of kSource's kernel loaded the chunk's T (else it solves it).
