@@ -137,6 +137,17 @@ struct Problem {
   }
 };
 
+// A device-to-device copy of one set's state bytes (read + written: the decode's state traffic)
+// timed like the decode: what the copy engine path achieves at this size, launch and ramp included.
+double matched_copy_ms(const Problem& p, DeviceBuffer& dst) {
+  const std::size_t bytes = std::size_t(p.s.batch) * p.s.heads_v * D * D * dtype_size(p.s.state);
+  if (dst.bytes() < bytes) dst = DeviceBuffer(bytes);
+  return median_ms([&](int i) {
+    const char* src = p.state.as<const char>() + std::size_t(i % p.sets) * bytes;
+    FASTINFER_CUDA_CHECK(cudaMemcpyAsync(dst.get(), src, bytes, cudaMemcpyDeviceToDevice, nullptr));
+  });
+}
+
 // L<lanes>R<rows>W<warps>, then P<ctas per SM> for the pipelined kernel, C for the tensor-core one.
 std::string tactic_label(const gdn::DecodeTactic& t) {
   std::string label =
@@ -243,6 +254,9 @@ nlohmann::json run_gdn_decode(const BenchOptions& options) {
     double host_us = -1;
     if (s.batch == 1) host_us = host_us_per_call([&] { gdn::decode(p.args[0]); }, 300);
     FASTINFER_CUDA_CHECK(cudaDeviceSynchronize());
+    // Last: the copy leaves dirty lines in L2 that would slow the decode timings after it.
+    DeviceBuffer copy_dst;
+    const double copy_ms = matched_copy_ms(p, copy_dst);
 
     const double anchor = anchor_ms(s);
     // %copy = floor / time (the floor is these bytes at the copy bandwidth); %best the same for the
@@ -250,6 +264,8 @@ nlohmann::json run_gdn_decode(const BenchOptions& options) {
     std::printf("%-20s %-9s %9.4f %8.2f %6.1f%% %9.4f %9.3f %-9s %9.4f %6.1f%% %9.2f %9.4f\n", s.label().c_str(),
                 tactic_label(chosen).c_str(), ms, tbps, 100.0 * floor / ms, floor, anchor, best.c_str(), best_ms,
                 100.0 * floor / best_ms, host_us, queued_ms);
+    std::printf("  matched copy %.4f ms (%.1f%% of the copy bandwidth; decode / copy %.3f)\n", copy_ms,
+                100.0 * floor_ms(2.0 * s.batch * s.heads_v * D * D * dtype_size(s.state), 0) / copy_ms, ms / copy_ms);
     if (!sweep.empty()) std::printf("  sweep:%s\n", sweep.c_str());
     std::fflush(stdout);
     rows.push_back({{"shape", s.label()}, {"batch", s.batch}, {"tokens", s.tokens}, {"heads_qk", s.heads_qk},
@@ -257,11 +273,49 @@ nlohmann::json run_gdn_decode(const BenchOptions& options) {
                     {"median_ms", ms}, {"tbps", tbps}, {"fraction_of_copy", tbps / ceil.copy_tbps},
                     {"floor_ms", floor}, {"floor_ratio", ms / floor}, {"anchor_ms", anchor}, {"best_tactic", best}, {"best_ms", best_ms}, {"best_eager_ms", eager_ms}, {"tuned_tactic", tuned}, {"tuned_ms", tuned_ms},
                     {"tactics_ms", tactics}, {"host_us", host_us}, {"raw_launch_us", raw_launch_us},
-                    {"queued_ms", queued_ms}, {"sweep_timing", queued ? "queued" : "events"}});
+                    {"queued_ms", queued_ms}, {"sweep_timing", queued ? "queued" : "events"}, {"matched_copy_ms", copy_ms}});
   }
   return {{"copy_tbps", ceil.copy_tbps}, {"raw_launch_us", raw_launch_us}, {"empty_kernel_queued_us", empty_queued_us},
           {"empty_kernel_events_us", empty_events_us}, {"rows", rows}};
 }
+
+// Routine "gdn_decode_scan": the production path against the batch (B = 16..256, T = 1 and 4, heads
+// 16/32, fp32 and bf16 pools) next to a matched copy, so that the fixed cost of a call (launch,
+// pipeline start, last wave) and the marginal rate separate: time(B) = fixed + B x per-sequence.
+nlohmann::json run_gdn_decode_scan(const BenchOptions& options) {
+  const Ceilings& ceil = ceilings();
+  std::printf("copy bandwidth %.2f TB/s\n%-20s %-9s %9s %7s %9s %9s %7s\n", ceil.copy_tbps, "shape", "tactic", "ms", "%copy",
+              "floor ms", "copy ms", "%copy");
+  int device = 0;
+  FASTINFER_CUDA_CHECK(cudaGetDevice(&device));
+  const DeviceInfo& info = device_info(device);
+  nlohmann::json rows = nlohmann::json::array();
+  DeviceBuffer copy_dst;
+  for (DType st : {DType::kFloat32, DType::kBFloat16})
+    for (int T : {1, 4})
+      for (int B : {16, 24, 32, 48, 64, 80, 96, 128, 192, 256}) {
+        const Shape s{B, T, 16, 32, st};
+        if (!options.only_shapes.empty() && s.label().find(options.only_shapes) == std::string::npos) continue;
+        Problem p(s);
+        for (const auto& x : p.args) gdn::decode(x);
+        FASTINFER_CUDA_CHECK(cudaDeviceSynchronize());
+        const double ms = median_ms([&](int i) { gdn::decode(p.args[i % p.sets]); }, 5, options.quick ? 10 : 30);
+        const double copy_ms = matched_copy_ms(p, copy_dst);
+        const double floor = floor_ms(p.bytes(), 0);
+        const double copy_floor = floor_ms(2.0 * B * s.heads_v * D * D * dtype_size(st), 0);
+        const gdn::DecodeTactic chosen = gdn::choose_decode_tactic(st, B, s.heads_v, T, info);
+        std::printf("%-20s %-9s %9.4f %6.1f%% %9.4f %9.4f %6.1f%%\n", s.label().c_str(), tactic_label(chosen).c_str(), ms,
+                    100.0 * floor / ms, floor, copy_ms, 100.0 * copy_floor / copy_ms);
+        std::fflush(stdout);
+        rows.push_back({{"shape", s.label()}, {"batch", B}, {"tokens", T}, {"state", std::string(dtype_name(st))},
+                        {"tactic", tactic_label(chosen)}, {"median_ms", ms}, {"floor_ms", floor},
+                        {"matched_copy_ms", copy_ms}, {"copy_floor_ms", copy_floor}});
+      }
+  return {{"copy_tbps", ceil.copy_tbps}, {"rows", rows}};
+}
+
+const RoutineRegistration scan_registration{
+    {"gdn_decode_scan", "GDN decode production path vs batch next to a matched copy", run_gdn_decode_scan}};
 
 const RoutineRegistration registration{
     {"gdn_decode", "GDN decode / MTP vs copy bandwidth, tactic sweep, host cost", run_gdn_decode}};

@@ -8,9 +8,10 @@
 // contiguous run of the pool. Work item i of a CTA is tile blockIdx.x + i * gridDim.x (nth_item;
 // a configuration with kItemsPerStep > 1 takes that many consecutive tiles per step).
 // Warp roles:
-//  - producer (the last warp): per item, waits for a free stage, reads the slot indices, forms the
-//    gates of every token (lane t: token t) and issues bulk copies of the state tile and the raw
-//    q, k and v of every token; one transaction barrier per stage (`full`) counts their bytes.
+//  - producer (the last warp): per item, waits for a free stage, forms the gates of every token
+//    (lane t: token t) and issues bulk copies of the state tile and the raw q, k and v of every
+//    token; one transaction barrier per stage (`full`) counts their bytes. The slot indices and
+//    gate inputs of an item are loaded Cfg::kProducerPrefetch items ahead (ProducerMeta).
 //  - consumers (kConsumerWarps warps): per item, wait for `full`, copy the tile into registers
 //    (the register kernel's row layout), normalise q and k (one warp per token), run the T tokens
 //    (decode_token_step.cuh), write outputs and intermediate states directly, put the final
@@ -86,6 +87,12 @@ struct PipelinedConfig {
   static_assert(kTileRows % 8 == 0, "a tile's v run is a multiple of 16 bytes");
   static constexpr int kTilesPerState = kDecodeHeadDim / kTileRows;
   static constexpr int kItemsPerStep = 1;  // nth_item: one tile per step
+  // Items whose slots and gate inputs the producer loads ahead (ProducerMeta). Two, from H200
+  // session 6 (docs/GDN_DECODE.md; each job also ran the one-ahead order of session 5): bf16
+  // pool, T = 1, B = 256/512 0.1535-0.1546 / 0.2945-0.2978 ms against 0.1563-0.1565 /
+  // 0.2990-0.2991 (and 4-5% on another machine); fp32 T = 4 B = 32 0.0496-0.0497 against
+  // 0.0505-0.0516, B = 512 0.6004-0.6012 against 0.5992-0.6001.
+  static constexpr int kProducerPrefetch = 2;
   static constexpr int kTileBytes = kTileRows * kDecodeHeadDim * int(sizeof(State));
   using Stage = PipelineStage<Act, State, kTileRows>;
 
@@ -131,62 +138,109 @@ __device__ __forceinline__ bool item_prepares_tokens(const ItemCoords& at) {
   return Cfg::kItemsPerStep == 1 || at.row0 == 0;
 }
 
-// Producer warp: fills stages ahead of the consumers.
+// What the producer reads per item besides the tile: the slots, and (lane t: token t) the raw
+// bits of the gate inputs. Loaded Cfg::kProducerPrefetch items ahead and converted only when the
+// item is produced (a conversion right after the load would wait for it). Loaded one item ahead
+// (session 5) the slot -> gates -> bulk copy chain of every item was a global round trip the
+// producer waited on, which limited the bf16 pipelined kernel at T = 1 (5-stage ring, short items).
+struct ProducerMeta {
+  int in_slot = -1, out_slot = -1;
+  std::uint32_t A_log = 0, dt_bias = 0, a = 0, b = 0;  // as stored (fp32 bits, or 16-bit values)
+};
+
+__device__ __forceinline__ std::uint32_t load_gate_bits(const void* base, std::int64_t offset, GateType type) {
+  if (type == GateType::kFloat32) return __ldg(static_cast<const unsigned int*>(base) + offset);
+  return __ldg(static_cast<const unsigned short*>(base) + offset);
+}
+
+__device__ __forceinline__ float gate_from_bits(std::uint32_t bits, GateType type) {
+  switch (type) {
+    case GateType::kFloat32: return __uint_as_float(bits);
+    case GateType::kFloat16: return __half2float(__ushort_as_half(static_cast<unsigned short>(bits)));
+    default: return __uint_as_float(bits << 16);  // bfloat16
+  }
+}
+
+template <class Cfg>
+__device__ __forceinline__ ProducerMeta load_producer_meta(const DecodeParams& p, int item, int items, int lane) {
+  ProducerMeta m;
+  if (item >= items) return m;
+  const ItemCoords at = item_coords<Cfg>(p, item);
+  m.in_slot = p.initial_indices[at.seq * p.initial_indices_stride];
+  m.out_slot = p.output_indices[at.seq * p.output_indices_stride];
+  if (lane < p.tokens) {
+    m.A_log = load_gate_bits(p.A_log.data, at.head_v * p.A_log.stride, p.A_log.type);
+    m.dt_bias = load_gate_bits(p.dt_bias.data, at.head_v * p.dt_bias.stride, p.dt_bias.type);
+    m.a = load_gate_bits(p.a.data, at.seq * p.a.stride_b + lane * p.a.stride_t + at.head_v * p.a.stride_h, p.a.type);
+    m.b = load_gate_bits(p.b.data, at.seq * p.b.stride_b + lane * p.b.stride_t + at.head_v * p.b.stride_h, p.b.type);
+  }
+  return m;
+}
+
+// The producer's work for the CTA's i-th item (`item`, metadata `m`): waits for the free stage,
+// publishes gates and slots, issues the bulk copies.
+template <class Cfg, class Act, class State>
+__device__ __forceinline__ void produce_item(const DecodeParams& p, typename Cfg::Smem& smem, int i, int item,
+                                             const ProducerMeta& m, int lane) {
+  constexpr std::int64_t kStateElems = std::int64_t{kDecodeHeadDim} * kDecodeHeadDim;
+  const int s = i % Cfg::kStages;
+  const ItemCoords at = item_coords<Cfg>(p, item);
+  const int in_slot = m.in_slot, out_slot = m.out_slot;
+  float2 gates = make_float2(0.0f, 0.0f);
+  if (lane < p.tokens)
+    gates = decode_gates(gate_from_bits(m.a, p.a.type), gate_from_bits(m.b, p.b.type),
+                         -expf(gate_from_bits(m.A_log, p.A_log.type)), gate_from_bits(m.dt_bias, p.dt_bias.type));
+  const bool valid = in_slot >= 0 && in_slot < p.pool_size;  // else padding (or outside the pool)
+  if (i >= Cfg::kStages) mbarrier_wait(&smem.empty[s], (i / Cfg::kStages - 1) & 1);
+  typename Cfg::Stage& st = smem.stage[s];
+  if (valid && lane < p.tokens) {
+    st.alpha[lane] = gates.x;
+    st.beta[lane] = gates.y;
+  }
+  if (lane == 0) {
+    st.in_slot = valid ? in_slot : -1;
+    st.out_slot = out_slot;
+  }
+  __syncwarp();  // the gate and slot writes happen before the arrival that publishes them
+  if (!valid) {
+    if (lane == 0) mbarrier_arrive(&smem.full[s]);
+    return;
+  }
+  const bool with_qk = item_prepares_tokens<Cfg>(at);
+  const std::uint32_t token_bytes = ((with_qk ? 2 * kDecodeHeadDim : 0) + Cfg::kTileRows) * sizeof(Act);
+  if (lane == 0) mbarrier_arrive_expect_tx(&smem.full[s], Cfg::kTileBytes + p.tokens * token_bytes);
+  const State* tile = static_cast<const State*>(p.state) + (std::int64_t{in_slot} * p.heads_v + at.head_v) * kStateElems +
+                      at.row0 * kDecodeHeadDim;
+  Cfg::load_state(st, tile, &smem.full[s], lane);  // the stage's state layout is the config's
+  // Lane 3t + {0, 1, 2}: q, k, v of token t.
+  if (lane < 3 * p.tokens) {
+    const int t = lane / 3, which = lane % 3;
+    const int head_qk = at.head_v / (p.heads_v / p.heads_qk);
+    if (which == 0) {
+      if (with_qk) bulk_load(st.q[t], token_row<const Act>(p.q, at.seq, t, head_qk), kDecodeHeadDim * sizeof(Act), &smem.full[s]);
+    } else if (which == 1) {
+      if (with_qk) bulk_load(st.k[t], token_row<const Act>(p.k, at.seq, t, head_qk), kDecodeHeadDim * sizeof(Act), &smem.full[s]);
+    } else bulk_load(st.v[t], token_row<const Act>(p.v, at.seq, t, at.head_v) + at.row0, Cfg::kTileRows * sizeof(Act), &smem.full[s]);
+  }
+}
+
+// Producer warp: fills stages ahead of the consumers. Item i + kPrefetch's metadata is loaded once
+// item i is produced, into the registers item i's used (a static index: the loop is unrolled by
+// the prefetch depth).
 template <class Cfg, class Act, class State>
 __device__ void produce(const DecodeParams& p, typename Cfg::Smem& smem, int items) {
-  constexpr std::int64_t kStateElems = std::int64_t{kDecodeHeadDim} * kDecodeHeadDim;
+  constexpr int kPrefetch = Cfg::kProducerPrefetch;
   const int lane = threadIdx.x % 32;
-  for (int i = 0;; ++i) {
-    const int item = nth_item<Cfg>(i);
-    if (item >= items) break;
-    const int s = i % Cfg::kStages;
-    const ItemCoords at = item_coords<Cfg>(p, item);
-    // The item's slots and gates are read before waiting for the stage, all at once (the gates do
-    // not depend on the slot): one global round trip per item, overlapping the wait.
-    const int in_slot = p.initial_indices[at.seq * p.initial_indices_stride];
-    const int out_slot = p.output_indices[at.seq * p.output_indices_stride];
-    float2 gates = make_float2(0.0f, 0.0f);
-    if (lane < p.tokens) {
-      const GateTensor& a = p.a;
-      const GateTensor& b = p.b;
-      const float neg_exp_A = -expf(load_gate_scalar(p.A_log.data, at.head_v * p.A_log.stride, p.A_log.type));
-      const float dt_bias = load_gate_scalar(p.dt_bias.data, at.head_v * p.dt_bias.stride, p.dt_bias.type);
-      gates = decode_gates(
-          load_gate_scalar(a.data, at.seq * a.stride_b + lane * a.stride_t + at.head_v * a.stride_h, a.type),
-          load_gate_scalar(b.data, at.seq * b.stride_b + lane * b.stride_t + at.head_v * b.stride_h, b.type), neg_exp_A,
-          dt_bias);
-    }
-    const bool valid = in_slot >= 0 && in_slot < p.pool_size;  // else padding (or outside the pool)
-    if (i >= Cfg::kStages) mbarrier_wait(&smem.empty[s], (i / Cfg::kStages - 1) & 1);
-    typename Cfg::Stage& st = smem.stage[s];
-    if (valid && lane < p.tokens) {
-      st.alpha[lane] = gates.x;
-      st.beta[lane] = gates.y;
-    }
-    if (lane == 0) {
-      st.in_slot = valid ? in_slot : -1;
-      st.out_slot = out_slot;
-    }
-    __syncwarp();  // the gate and slot writes happen before the arrival that publishes them
-    if (!valid) {
-      if (lane == 0) mbarrier_arrive(&smem.full[s]);
-      continue;
-    }
-    const bool with_qk = item_prepares_tokens<Cfg>(at);
-    const std::uint32_t token_bytes = ((with_qk ? 2 * kDecodeHeadDim : 0) + Cfg::kTileRows) * sizeof(Act);
-    if (lane == 0) mbarrier_arrive_expect_tx(&smem.full[s], Cfg::kTileBytes + p.tokens * token_bytes);
-    const State* tile = static_cast<const State*>(p.state) + (std::int64_t{in_slot} * p.heads_v + at.head_v) * kStateElems +
-                        at.row0 * kDecodeHeadDim;
-    Cfg::load_state(st, tile, &smem.full[s], lane);  // the stage's state layout is the config's
-    // Lane 3t + {0, 1, 2}: q, k, v of token t.
-    if (lane < 3 * p.tokens) {
-      const int t = lane / 3, which = lane % 3;
-      const int head_qk = at.head_v / (p.heads_v / p.heads_qk);
-      if (which == 0) {
-        if (with_qk) bulk_load(st.q[t], token_row<const Act>(p.q, at.seq, t, head_qk), kDecodeHeadDim * sizeof(Act), &smem.full[s]);
-      } else if (which == 1) {
-        if (with_qk) bulk_load(st.k[t], token_row<const Act>(p.k, at.seq, t, head_qk), kDecodeHeadDim * sizeof(Act), &smem.full[s]);
-      } else bulk_load(st.v[t], token_row<const Act>(p.v, at.seq, t, at.head_v) + at.row0, Cfg::kTileRows * sizeof(Act), &smem.full[s]);
+  ProducerMeta meta[kPrefetch];
+#pragma unroll
+  for (int j = 0; j < kPrefetch; ++j) meta[j] = load_producer_meta<Cfg>(p, nth_item<Cfg>(j), items, lane);
+  for (int i = 0;; i += kPrefetch) {
+#pragma unroll
+    for (int j = 0; j < kPrefetch; ++j) {
+      const int item = nth_item<Cfg>(i + j);
+      if (item >= items) return;
+      produce_item<Cfg, Act, State>(p, smem, i + j, item, meta[j], lane);
+      meta[j] = load_producer_meta<Cfg>(p, nth_item<Cfg>(i + j + kPrefetch), items, lane);
     }
   }
 }
