@@ -135,12 +135,13 @@ nlohmann::json run_mm_bf16_fp4_tactics(const BenchOptions& options) {
       const double bytes = in.bytes;
       const double flops = 2.0 * m * n * static_cast<double>(k);
       const double floor = floor_ms(bytes, flops), cublas = cublas_bf16_gemm_ms(m, n, k);
-      nlohmann::json per = nlohmann::json::object();
+      nlohmann::json per = nlohmann::json::object(), resident = nlohmann::json::object();
       double best = 1e30;
       std::string best_name;
       for (int id : runner->tactics(m)) {
         const double t = time_tactic(id);
         per[runner->tactic(id).name] = t;
+        resident[runner->tactic(id).name] = runner->resident_ctas(id, m);
         if (t < best) {
           best = t;
           best_name = runner->tactic(id).name;
@@ -156,7 +157,7 @@ nlohmann::json run_mm_bf16_fp4_tactics(const BenchOptions& options) {
       std::fflush(stdout);
       rows.push_back({{"label", label}, {"n", n}, {"k", k}, {"m", m}, {"floor_ms", floor}, {"cublas_bf16_ms", cublas},
                       {"best", best_name}, {"best_ms", best}, {"default", runner->tactic(def).name}, {"default_ms", def_ms},
-                      {"tactics_ms", per}});
+                      {"tactics_ms", per}, {"resident_ctas_per_sm", resident}});
     }
   }
   return {{"routine", "mm_bf16_fp4_tactics"}, {"environment", environment_json()}, {"results", rows}};

@@ -50,14 +50,27 @@ constexpr std::int64_t kMidMFromM = 32;
 constexpr std::int64_t kMidMToM = 64;
 constexpr std::int64_t kMidMLongKToM = 128;
 constexpr std::int64_t kMidMLongK = 8192;
-// Small-M heuristic model (default_small_m_tactic), fitted to the session-3 H200 sweep (docs/GEMM.md):
-// warps per SM beyond which streaming does not speed up, the cost of one more cluster rank (in
-// tile-chunks of the busiest SM), the extra cost per tile-chunk of R = 2 (activations and chunk
-// overhead shared by fewer rows) and the gain of the lean ring per tile-chunk.
-constexpr double kSaturatingWarps = 16.0;
-constexpr double kClusterStepCost = 16.0;
-constexpr double kTwoRowTilesCost = 0.7;
-constexpr double kLeanRingGain = 0.1;
+// Small-M heuristic model (default_small_m_tactic): warps per SM beyond which streaming does not
+// speed up, the cost of one more cluster rank (in tile-chunks of the busiest SM), the extra cost per
+// tile-chunk of R = 2 (activations and chunk overhead shared by fewer rows) and the gain of the lean
+// ring per tile-chunk.
+struct SmallMModel {
+  double saturating_warps;
+  double cluster_step_cost;
+  double two_row_tiles_cost;
+  double lean_ring_gain;
+};
+// M <= 16 (T = 1, 2): refitted in session 5 to three H200 sweeps of every small-M tactic (the
+// issue's five shapes x M = 1, 4, 16, occupancy from the calculator; docs/GEMM.md): the default is
+// within 1.07x of the best small-M tactic in all 45 cells (the session-3 constants: 1.14x; 1.06-1.11x
+// on 28672 x 4096 M = 1, 4 and 1.09-1.12x on 4096 x 14336 M = 16 in every sweep). T = 1 and T = 2 are
+// fitted separately (disjoint cells): the T = 1 set sits on a plateau (cluster step 4-6, 10-11
+// saturating warps, R = 2 weight 1.1-1.2, lean gain 0.1-0.3 score the same); a k split of the R = 4
+// lean ring wins at T = 1 on 28672 x 4096 and loses at T = 2, hence the dearer cluster step there.
+constexpr SmallMModel kModelEightTokens{10.0, 5.0, 0.2, 0.2};
+constexpr SmallMModel kModelSixteenTokens{10.0, 12.0, 0.3, 0.2};
+// M > 16: fitted to the session-3 sweep (M = 32, 64 not re-measured with occupancy in session 5).
+constexpr SmallMModel kModelWide{16.0, 16.0, 0.7, 0.1};
 // 32 < M <= 64: small-M streaming (T = 8) beat the mid-M kernel on 4 of the 5 sweep shapes
 // (1.0-1.8x); not on N = 28672 (0.117 vs 0.092 ms), so only below this N.
 constexpr std::int64_t kSmallMWideToN = 16384;
@@ -76,6 +89,17 @@ constexpr int kFusedMinCtasForK2 = 32;
 
 int MmRunner::token_tiles(std::int64_t m) { return m <= 8 ? 1 : m <= 16 ? 2 : m <= 32 ? 4 : 8; }
 
+int MmRunner::resident_ctas(int id, std::int64_t m) const {
+  if (id < 0 || id >= tactic_count()) return 0;
+  const auto i = static_cast<std::size_t>(id);
+  const int tt = token_tiles(m);
+  const auto e = static_cast<std::size_t>(tt == 1 ? 0 : tt == 2 ? 1 : tt == 4 ? 2 : 3);
+  const MmTactic& t = tactics_[i];
+  if (t.persist_stages > 0) return i < persist_blocks_.size() && e < 3 ? persist_blocks_[i][e] : 0;
+  if (t.large_m || t.mid_tokens > 0) return 0;
+  return i < small_blocks_.size() ? small_blocks_[i][e] : 0;
+}
+
 MmRunner::MmRunner(int device, DType out_dtype, std::int64_t n, std::int64_t k, const tune::BucketMapper& mapper)
     : device_(device),
       out_dtype_(out_dtype),
@@ -85,7 +109,9 @@ MmRunner::MmRunner(int device, DType out_dtype, std::int64_t n, std::int64_t k, 
       // v2 (session 3): lean-ring tactics shifted the ids of the mid-M and large-M tactics, so tune
       // caches written for v1 do not apply; v3 (session 4): persistent tactics after the small-M ones.
       key_("mm_bf16_fp4", std::string("bf16xnvfp4/v3/out=") + (out_dtype == DType::kFloat16 ? "fp16" : "bf16"),
-           {static_cast<std::int64_t>(out_dtype), n, k}, mapper) {
+           {static_cast<std::int64_t>(out_dtype), n, k}, mapper),
+      default_cache_(std::make_unique<std::atomic<int>[]>(static_cast<std::size_t>(kDefaultCacheM) + 1)) {
+  for (std::int64_t m = 0; m <= kDefaultCacheM; ++m) default_cache_[static_cast<std::size_t>(m)].store(-1, std::memory_order_relaxed);
   for (bool lean : {false, true})
     for (const auto& s : kShapes)
       for (int c : kClusters) {
@@ -203,6 +229,17 @@ std::vector<int> MmRunner::tactics(std::int64_t m) const {
 }
 
 int MmRunner::default_tactic(std::int64_t m) const {
+  if (m < 1 || m > kDefaultCacheM) return compute_default_tactic(m);
+  std::atomic<int>& slot = default_cache_[static_cast<std::size_t>(m)];
+  int id = slot.load(std::memory_order_relaxed);
+  if (id < 0) {
+    id = compute_default_tactic(m);
+    slot.store(id, std::memory_order_relaxed);
+  }
+  return id;
+}
+
+int MmRunner::compute_default_tactic(std::int64_t m) const {
   // Ranges from the H200 per-tactic sweeps (docs/GEMM.md): weight streaming up to M = 32 (up to 64
   // below N = kSmallMWideToN), the fused mid-M kernel with 64-token tiles up to 64 (and up to 128
   // when K is long, where the large-M decode pass costs most), then decode pass + CUTLASS GEMM.
@@ -292,12 +329,13 @@ int MmRunner::default_mid_m_tactic(std::int64_t m, int max_ctas) const {
 }
 
 int MmRunner::default_small_m_tactic(std::int64_t m) const {
-  // A throughput model fitted to the session-3 H200 sweep (docs/GEMM.md): the busiest SM streams
+  // A throughput model (constants per token tiles above; docs/GEMM.md): the busiest SM streams
   // ceil(CTAs / SMs) CTAs' tile-chunks (weighted by R and the ring); its rate grows with the warps
-  // it holds at once (occupancy calculator) up to kSaturatingWarps; every cluster rank adds a
+  // it holds at once (occupancy calculator) up to the model's saturating warps; every cluster rank adds a
   // reduction step. At least 4 k64 chunks per warp where possible.
   const int tt = token_tiles(m);
   const int tt_index = tt == 1 ? 0 : tt == 2 ? 1 : tt == 4 ? 2 : 3;
+  const SmallMModel& model = tt == 1 ? kModelEightTokens : tt == 2 ? kModelSixteenTokens : kModelWide;
   const int kc_count = static_cast<int>((k_ + kChunkK - 1) / kChunkK);
   int best = -1;
   double best_cost = 1e30;
@@ -312,9 +350,10 @@ int MmRunner::default_small_m_tactic(std::int64_t m) const {
                           std::ceil(static_cast<double>(m) / (8.0 * tt));
       const double per_sm = std::ceil(ctas / sm_count_);
       const double warps_at_once = std::min(per_sm, static_cast<double>(blocks)) * t.warps;
-      const double busiest = per_sm * t.warps * t.rows_tiles * chunks_per_warp * (t.rows_tiles == 2 ? 1.0 + kTwoRowTilesCost : 1.0) *
-                             (t.lean_ring ? 1.0 - kLeanRingGain : 1.0);
-      const double cost = busiest / std::min(warps_at_once, kSaturatingWarps) + kClusterStepCost * (t.cluster - 1);
+      const double busiest = per_sm * t.warps * t.rows_tiles * chunks_per_warp *
+                             (t.rows_tiles == 2 ? 1.0 + model.two_row_tiles_cost : 1.0) *
+                             (t.lean_ring ? 1.0 - model.lean_ring_gain : 1.0);
+      const double cost = busiest / std::min(warps_at_once, model.saturating_warps) + model.cluster_step_cost * (t.cluster - 1);
       if (cost < best_cost) {
         best_cost = cost;
         best = i;

@@ -3,7 +3,9 @@
 // table (small-M shapes x cluster sizes, mid-M token tiles x cluster sizes, then the large-M configs), the default heuristic and the
 // launch of a tactic. Built once per key through a RunnerCache; run() allocates nothing.
 #include <array>
+#include <atomic>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -43,6 +45,8 @@ class MmRunner {
   const tune::RunnerKey& tune_key() const { return key_; }
   // Tactics that can run M = m, in id order.
   std::vector<int> tactics(std::int64_t m) const;
+  // The heuristic's tactic for M = m; computed once per M up to kDefaultCacheM (then read from a
+  // table), so a call without a tuner entry does not loop over the tactics every time.
   int default_tactic(std::int64_t m) const;
   const MmTactic& tactic(int id) const { return tactics_[static_cast<std::size_t>(id)]; }
   int tactic_count() const { return static_cast<int>(tactics_.size()); }
@@ -50,9 +54,13 @@ class MmRunner {
   void run(const MmCall& call, int tactic, Stream stream) const;
 
   static int token_tiles(std::int64_t m);
+  // CTAs of tactic `id` resident per SM at M = m (occupancy calculator, read at construction; 0 if
+  // not compiled or not a small-M / persistent tactic): what the small-M model uses.
+  int resident_ctas(int id, std::int64_t m) const;
 
  private:
   bool can_run(const MmTactic& t, std::int64_t m) const;
+  int compute_default_tactic(std::int64_t m) const;
   int default_small_m_tactic(std::int64_t m) const;
   int persistent_tactic(std::int64_t m, int warps, int stages, int ctas_per_sm) const;
   int default_mid_m_tactic(std::int64_t m, int max_ctas) const;
@@ -72,6 +80,10 @@ class MmRunner {
   // Persistent tactics: CTAs resident per SM for token tiles 1, 2, 4 (0 where not compiled).
   std::vector<std::array<int, 3>> persist_blocks_;
   tune::RunnerKey key_;
+  // default_tactic per M (index m, M <= kDefaultCacheM), -1 until first asked. The runner stays
+  // logically immutable: racing callers compute and store the same value (relaxed atomics).
+  static constexpr std::int64_t kDefaultCacheM = 8192;
+  std::unique_ptr<std::atomic<int>[]> default_cache_;
 };
 
 }  // namespace fastinfer::gemm::detail

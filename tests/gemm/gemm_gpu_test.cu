@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -156,10 +157,12 @@ TEST_F(GemmGpu, RaggedShapesEveryTactic) {
 
 // The persistent tactics cut the weight's row-group x k-chunk list into equal shares per warp,
 // so a row group can be split between several warps (slots + last-arriver sum): the issue's two
-// large shapes, K = 64 (one chunk per row group), K = 4160 (65 chunks), tiny N, T = 1, 2 and 4.
+// large shapes, K = 64 (one chunk per row group), K = 4160 (65 chunks), tiny N, M = 8 and 9 (the
+// T = 1 / 2 boundary), T = 1, 2 and 4.
 TEST_F(GemmGpu, PersistentSharesEveryTactic) {
   const int shapes[][3] = {{1, 28672, 4096}, {16, 4096, 14336}, {5, 200, 64},     {9, 1000, 4160},
                            {27, 1000, 4160}, {2, 64, 256},      {12, 6144, 4096}, {32, 2048, 7168},
+                           {8, 2048, 7168},  {4, 28672, 4096},
                            {24, 28672, 4096}};  // the default picks a persistent tactic here
   for (const auto& s : shapes) check_all_tactics(s[0], s[1], s[2]);
 }
@@ -203,6 +206,24 @@ TEST_F(GemmGpu, PersistentGraphReplayResetsCounters) {
   }
   cudaStreamDestroy(s);
   EXPECT_GT(tested, 0);
+}
+
+// The runner caches its heuristic's pick per M: every M from 1 to 600 (and both sides of the
+// cache's end) gets a tactic that can run it, the same on a second ask.
+TEST_F(GemmGpu, DefaultTacticRunsItsMAndIsStable) {
+  const std::int64_t shapes[][2] = {{28672, 4096}, {4096, 14336}, {200, 208}, {704, 960}};
+  for (const auto& s : shapes) {
+    auto runner = gemm::detail::mm_runner_for(0, DType::kBFloat16, s[0], s[1]);
+    std::vector<std::int64_t> ms;
+    for (std::int64_t m = 1; m <= 600; ++m) ms.push_back(m);
+    for (std::int64_t m : {8191, 8192, 8193, 20000}) ms.push_back(m);
+    for (std::int64_t m : ms) {
+      const int id = runner->default_tactic(m);
+      const std::vector<int> ids = runner->tactics(m);
+      ASSERT_NE(std::find(ids.begin(), ids.end(), id), ids.end()) << s[0] << "x" << s[1] << " M=" << m << " id " << id;
+      ASSERT_EQ(runner->default_tactic(m), id) << "M=" << m;
+    }
+  }
 }
 
 // a = one-hot rows: out[m, n] = e2m1(q[n, k_m]) * sf[n, k_m / 16] exactly, for every code and
