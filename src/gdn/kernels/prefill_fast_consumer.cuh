@@ -25,7 +25,7 @@ __device__ __forceinline__ void state_times_rows(float (&acc)[8][4], const State
                                                  int lane) {
   using Cfg = FastConfig;
   const int mat = lane / 8, row = lane % 8;
-  const Element* b_base = rows + (row + 8 * (mat / 2)) * Cfg::kPitchD + 8 * (mat % 2);
+  const int b_row = row + 8 * (mat / 2), b_col = 8 * (mat % 2);  // swizzled q / k tile
   zero(acc);
 #pragma unroll
   for (int kb = 0; kb < Cfg::kDim / 16; ++kb) {
@@ -36,26 +36,26 @@ __device__ __forceinline__ void state_times_rows(float (&acc)[8][4], const State
 #pragma unroll
     for (int np = 0; np < 4; ++np) {
       std::uint32_t b[4];
-      ldmatrix_x4(b, smem_address(b_base + 16 * np * Cfg::kPitchD + 16 * kb));
+      ldmatrix_x4(b, smem_address(rows + swizzled_d(b_row + 16 * np, b_col + 16 * kb)));
       mma_pair<kType>(acc[2 * np], acc[2 * np + 1], a, b);
     }
   }
 }
 
-// acc[v][t] += A[v][j] x lower[t][j]^T over j <= t (lower is [64][kPitchC], zero above the
-// diagonal; only 16x16 blocks on or below it are read).
+// acc[v][t] += A[v][j] x lower[t][j]^T over j <= t (lower is a swizzled [64][64] tile, zero above
+// the diagonal; only 16x16 blocks on or below it are read).
 template <InputType kType, class Element>
 __device__ __forceinline__ void times_lower_transposed(float (&acc)[8][4], const std::uint32_t (&a)[4][4],
                                                        const Element* lower, int lane) {
   using Cfg = FastConfig;
   const int mat = lane / 8, row = lane % 8;
-  const Element* b_base = lower + (row + 8 * (mat / 2)) * Cfg::kPitchC + 8 * (mat % 2);
+  const int b_row = row + 8 * (mat / 2), b_col = 8 * (mat % 2);
 #pragma unroll
   for (int kb = 0; kb < 4; ++kb)
 #pragma unroll
     for (int np = kb; np < 4; ++np) {
       std::uint32_t b[4];
-      ldmatrix_x4(b, smem_address(b_base + 16 * np * Cfg::kPitchC + 16 * kb));
+      ldmatrix_x4(b, smem_address(lower + swizzled_c(b_row + 16 * np, b_col + 16 * kb)));
       mma_pair<kType>(acc[2 * np], acc[2 * np + 1], a[kb], b);
     }
 }
@@ -108,72 +108,54 @@ __device__ __forceinline__ void consumer_sync() {
 // loaded Tinv and P.
 enum class ConsumerPrep : std::uint8_t { kNone, kP, kTGatedAndP };
 
-// One chunk for warp w: reads the stage, updates `state`, writes the output rows [0, len). With
-// `prep` kTGatedAndP the consumers first turn the stage's Tinv into T_g and compute P together
-// (two consumer barriers: Tinv read before T_g overwrites it, T_g and P complete before U); with
-// kP they compute P first and meet at the barrier before U (one barrier later, before the product
-// that reads P, spilled 60 bytes more: ptxas, bf16).
+// The consumers' share of a chunk's preparation: T_g from a loaded Tinv (kTGatedAndP; its
+// barrier orders the Tinv reads before the T_g writes) and P (kP, kTGatedAndP). The caller meets
+// the other consumers at consumer_sync() before the first product that reads them.
 template <InputType kType>
-__device__ __forceinline__ void consume_chunk(StateFragment& state, unsigned char* stage, unsigned char* smem,
-                                              const ChunkOutput& out, ConsumerPrep prep, int warp, int lane) {
+__device__ __forceinline__ void prepare_consumer_share(unsigned char* stage, ConsumerPrep prep, int warp, int lane) {
+  if (prep == ConsumerPrep::kTGatedAndP)
+    write_t_gated_from_loaded<kType, FastConfig::kConsumerThreads>(stage, 32 * warp + lane, [] { consumer_sync(); });
+  if (prep != ConsumerPrep::kNone) compute_p_consumer_share<kType>(stage, warp, lane);
+}
+
+// X^T = V^T - (S K^T) diag(e^G) from acc = S K^T, as a rounded pair hi + lo of A fragments. V^T
+// pairs come from V[t][v] with ldmatrix.trans: matrix mat covers t +8 (mat / 2), v +8 (mat % 2),
+// which is the A layout of the 16x16 block (v, t).
+template <InputType kType>
+__device__ __forceinline__ void x_from_v(std::uint32_t (&xa)[4][4], std::uint32_t (&xa_lo)[4][4], const float (&acc)[8][4],
+                                         const unsigned char* stage, int warp, int lane) {
+  using Cfg = FastConfig;
+  using Element = typename Operand<kType>::Element;
+  const Element* v = reinterpret_cast<const Element*>(stage + FastSmem::kV);
+  const float* exp_g = reinterpret_cast<const float*>(stage + FastSmem::kGates) + FastGates::kExpG;
+  const int quad = lane % 4, mat = lane / 8, row = lane % 8;
+  const Element* v_base = v + (row + 8 * (mat / 2)) * Cfg::kPitchD + 16 * warp + 8 * (mat % 2);
+#pragma unroll
+  for (int kb = 0; kb < 4; ++kb) {
+    std::uint32_t vt[4];
+    ldmatrix_x4_trans(vt, smem_address(v_base + 16 * kb * Cfg::kPitchD));
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int n = 2 * kb + i / 2, c = 2 * (i % 2);  // vt[i]: tile n, rows g (+8 for odd i)
+      const float2 vv = unpack_pair<kType>(vt[i]);
+      const int t = 8 * n + 2 * quad;
+      const float x0 = vv.x - exp_g[t] * acc[n][c], x1 = vv.y - exp_g[t + 1] * acc[n][c + 1];
+      xa[kb][i] = pack_pair<kType>(x0, x1);
+      const float2 hi = unpack_pair<kType>(xa[kb][i]);
+      xa_lo[kb][i] = pack_pair<kType>(x0 - hi.x, x1 - hi.y);
+    }
+  }
+}
+
+// out = scale O from acc = O^T[v][t]: staged as O[t][v] in this warp's 16 columns of the output
+// tile, then copied out row by row (32 bytes per row and warp).
+template <InputType kType>
+__device__ __forceinline__ void store_output(const float (&acc)[8][4], const ChunkOutput& out, unsigned char* smem,
+                                             int warp, int lane) {
   using Cfg = FastConfig;
   using Op = Operand<kType>;
   using Element = typename Op::Element;
-  const Element* q = reinterpret_cast<const Element*>(stage + FastSmem::kQ);
-  const Element* k = reinterpret_cast<const Element*>(stage + FastSmem::kK);
-  const Element* v = reinterpret_cast<const Element*>(stage + FastSmem::kV);
-  const Element* t_gated = reinterpret_cast<const Element*>(stage + FastSmem::kTGated);
-  const Element* p_tile = reinterpret_cast<const Element*>(stage + FastSmem::kP);
-  const float* gates = reinterpret_cast<const float*>(stage + FastSmem::kGates);
-  const float* exp_g = gates + FastGates::kExpG;
-  const int g = lane / 4, quad = lane % 4, mat = lane / 8, row = lane % 8;
-
-  const Element* t_gated_lo = reinterpret_cast<const Element*>(stage + FastSmem::kTGatedLo);
-  float acc[8][4];
-  std::uint32_t xa[4][4], xa_lo[4][4];  // X^T as a rounded pair hi + lo
-  // X^T = V^T - (S K^T) diag(e^G); V^T pairs come from V[t][v] with ldmatrix.trans: matrix mat
-  // covers t +8 (mat / 2), v +8 (mat % 2), which is the A layout of the 16x16 block (v, t).
-  if (prep == ConsumerPrep::kTGatedAndP)
-    write_t_gated_from_loaded<kType, Cfg::kConsumerThreads>(stage, 32 * warp + lane, [] { consumer_sync(); });
-  if (prep != ConsumerPrep::kNone) compute_p_consumer_share<kType>(stage, warp, lane);
-  state_times_rows<kType>(acc, state, k, lane);
-  {
-    const Element* v_base = v + (row + 8 * (mat / 2)) * Cfg::kPitchD + 16 * warp + 8 * (mat % 2);
-#pragma unroll
-    for (int kb = 0; kb < 4; ++kb) {
-      std::uint32_t vt[4];
-      ldmatrix_x4_trans(vt, smem_address(v_base + 16 * kb * Cfg::kPitchD));
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const int n = 2 * kb + i / 2, c = 2 * (i % 2);  // vt[i]: tile n, rows g (+8 for odd i)
-        const float2 vv = unpack_pair<kType>(vt[i]);
-        const int t = 8 * n + 2 * quad;
-        const float x0 = vv.x - exp_g[t] * acc[n][c], x1 = vv.y - exp_g[t + 1] * acc[n][c + 1];
-        xa[kb][i] = pack_pair<kType>(x0, x1);
-        const float2 hi = unpack_pair<kType>(xa[kb][i]);
-        xa_lo[kb][i] = pack_pair<kType>(x0 - hi.x, x1 - hi.y);
-      }
-    }
-  }
-  // U^T = X^T T_g^T from the hi/lo pairs (hi hi + lo(X) hi(T_g) + hi(X) lo(T_g); lo lo is below
-  // fp32 noise), kept as A fragments: plain (for O) and decayed to the chunk end (for S).
-  std::uint32_t ua[4][4], uda[4][4], uda_lo[4][4];
-  if (prep != ConsumerPrep::kNone) consumer_sync();
-  zero(acc);
-  times_lower_transposed<kType>(acc, xa, t_gated, lane);
-  times_lower_transposed<kType>(acc, xa_lo, t_gated, lane);
-  times_lower_transposed<kType>(acc, xa, t_gated_lo, lane);
-  pack_as_a<kType>(ua, acc, nullptr, quad);
-  pack_as_a_split<kType>(uda, uda_lo, acc, gates + FastGates::kDecayToEnd, quad);
-
-  // O^T = (S Q^T) diag(e^G) + U^T P^T, staged as O[t][v] in this warp's 16 columns of the
-  // output tile, then copied out row by row (32 bytes per row and warp).
-  state_times_rows<kType>(acc, state, q, lane);
-#pragma unroll
-  for (int n = 0; n < 8; ++n)
-#pragma unroll
-    for (int i = 0; i < 4; ++i) acc[n][i] *= exp_g[8 * n + 2 * quad + i % 2];
-  times_lower_transposed<kType>(acc, ua, p_tile, lane);
+  const int g = lane / 4, quad = lane % 4;
   Element* out_tile = reinterpret_cast<Element*>(smem + FastSmem::kOut);
   __syncwarp();
 #pragma unroll
@@ -190,6 +172,52 @@ __device__ __forceinline__ void consume_chunk(StateFragment& state, unsigned cha
       *reinterpret_cast<uint4*>(static_cast<Element*>(out.rows) + t * out.stride_token + col) =
           *reinterpret_cast<const uint4*>(out_tile + t * Cfg::kPitchD + col);
   }
+}
+
+// One chunk for warp w on mma.sync (FastConfig::kWgmmaProducts off; prefill_fast_consumer_wgmma.cuh
+// is the wgmma form): reads the stage, updates `state`, writes the output rows [0, len). With
+// `prep` kTGatedAndP the consumers first turn the stage's Tinv into T_g and compute P together
+// (two consumer barriers: Tinv read before T_g overwrites it, T_g and P complete before U); with
+// kP they compute P first and meet at the barrier before U (one barrier later, before the product
+// that reads P, spilled 60 bytes more: ptxas, bf16).
+template <InputType kType>
+__device__ __forceinline__ void consume_chunk(StateFragment& state, unsigned char* stage, unsigned char* smem,
+                                              const ChunkOutput& out, ConsumerPrep prep, int warp, int lane) {
+  using Cfg = FastConfig;
+  using Element = typename Operand<kType>::Element;
+  const Element* q = reinterpret_cast<const Element*>(stage + FastSmem::kQ);
+  const Element* k = reinterpret_cast<const Element*>(stage + FastSmem::kK);
+  const Element* t_gated = reinterpret_cast<const Element*>(stage + FastSmem::kTGated);
+  const Element* t_gated_lo = reinterpret_cast<const Element*>(stage + FastSmem::kTGatedLo);
+  const Element* p_tile = reinterpret_cast<const Element*>(stage + FastSmem::kP);
+  const float* gates = reinterpret_cast<const float*>(stage + FastSmem::kGates);
+  const float* exp_g = gates + FastGates::kExpG;
+  const int quad = lane % 4, mat = lane / 8, row = lane % 8;
+
+  float acc[8][4];
+  std::uint32_t xa[4][4], xa_lo[4][4];  // X^T as a rounded pair hi + lo
+  prepare_consumer_share<kType>(stage, prep, warp, lane);
+  state_times_rows<kType>(acc, state, k, lane);
+  x_from_v<kType>(xa, xa_lo, acc, stage, warp, lane);
+  // U^T = X^T T_g^T from the hi/lo pairs (hi hi + lo(X) hi(T_g) + hi(X) lo(T_g); lo lo is below
+  // fp32 noise), kept as A fragments: plain (for O) and decayed to the chunk end (for S).
+  std::uint32_t ua[4][4], uda[4][4], uda_lo[4][4];
+  if (prep != ConsumerPrep::kNone) consumer_sync();
+  zero(acc);
+  times_lower_transposed<kType>(acc, xa, t_gated, lane);
+  times_lower_transposed<kType>(acc, xa_lo, t_gated, lane);
+  times_lower_transposed<kType>(acc, xa, t_gated_lo, lane);
+  pack_as_a<kType>(ua, acc, nullptr, quad);
+  pack_as_a_split<kType>(uda, uda_lo, acc, gates + FastGates::kDecayToEnd, quad);
+
+  // O^T = (S Q^T) diag(e^G) + U^T P^T.
+  state_times_rows<kType>(acc, state, q, lane);
+#pragma unroll
+  for (int n = 0; n < 8; ++n)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) acc[n][i] *= exp_g[8 * n + 2 * quad + i % 2];
+  times_lower_transposed<kType>(acc, ua, p_tile, lane);
+  store_output<kType>(acc, out, smem, warp, lane);
 
   // S = e^{G_63} S + U_d^T K with U_d = hi + lo (the bf16 final-state error of a single rounded
   // U_d exceeded FlashInfer's state tolerance, docs/GDN_PREFILL.md "Known gap"): B = K[t][d] as
@@ -200,14 +228,14 @@ __device__ __forceinline__ void consume_chunk(StateFragment& state, unsigned cha
   for (int n = 0; n < kStateTiles; ++n)
 #pragma unroll
     for (int i = 0; i < 4; ++i) state[n][i] *= decay;
-  const Element* k_base = k + (row + 8 * (mat % 2)) * Cfg::kPitchD + 8 * (mat / 2);
+  const int k_row = row + 8 * (mat % 2), k_col = 8 * (mat / 2);
 #pragma unroll
   for (int kb = 0; kb < 4; ++kb) {
     if (16 * kb < out.len) {
 #pragma unroll
       for (int np = 0; np < 8; ++np) {
         std::uint32_t b[4];
-        ldmatrix_x4_trans(b, smem_address(k_base + 16 * kb * Cfg::kPitchD + 16 * np));
+        ldmatrix_x4_trans(b, smem_address(k + swizzled_d(k_row + 16 * kb, k_col + 16 * np)));
         mma_pair<kType>(state[2 * np], state[2 * np + 1], uda[kb], b);
         mma_pair<kType>(state[2 * np], state[2 * np + 1], uda_lo[kb], b);
       }

@@ -28,6 +28,10 @@ struct FastConfig {
   static constexpr float kMinLogAlpha = -80.0f;  // must equal ref::kMinLogAlpha
   static constexpr int kProducerBarrier = 1;     // named barrier id of the producer warpgroup
   static constexpr int kConsumerBarrier = 2;     // named barrier id of the consumer warps (T_g build)
+  // The consumers' state products on wgmma (two warpgroups of 64 state rows, S and X / U from
+  // registers, B from the swizzled stage tiles: prefill_fast_consumer_wgmma.cuh), else on mma.sync
+  // per warp (prefill_fast_consumer.cuh, the session-4 products on the swizzled tiles).
+  static constexpr bool kWgmmaProducts = true;
 };
 
 // Gates of one chunk (fp32, 64 each): G = cumsum log alpha, e^G, e^{G_63 - G} (the decay of
@@ -38,23 +42,40 @@ struct FastGates {
   static constexpr int kFloats = 384;
 };
 
+// The tiles that feed wgmma (q, k, T_g hi / lo, P) are stored in the 128-byte swizzle of GMMA's
+// canonical layouts: 128-byte rows (64 16-bit elements), the 16-byte vector c of row r at
+// position c ^ (r % 8), 8-row atoms of 1024 bytes. A 128-column tile (q, k) is two such 64-column
+// halves of 8 KiB each. The same bytes serve as a K-major B operand ([n][k], k contiguous: q and k
+// for S K^T, S Q^T; T_g and P) and as an MN-major one (k for the state update, [k = t][n = d]).
+// ldmatrix on them stays conflict-free: the 8 row addresses of one 8x8 matrix land on 8
+// different 16-byte bank groups. v and the output staging tile keep a padded pitch (ldmatrix and
+// plain loads only).
+// (Bit operations: the compiler sees that rows r0 + 8 m share one swizzle.)
+__device__ __forceinline__ int swizzled_c(int row, int col) {  // element offset in a [64][64] tile
+  return row * 64 + ((((col >> 3) ^ row) & 7) << 3) + (col & 7);
+}
+__device__ __forceinline__ int swizzled_d(int row, int col) {  // element offset in a [64][128] tile
+  return ((col >> 6) << 12) + swizzled_c(row, col & 63);
+}
+
 struct FastSmem {
   using Cfg = FastConfig;
-  static constexpr int kTileD = Cfg::kChunk * Cfg::kPitchD * 2;  // [64][136] 16-bit
-  static constexpr int kTileC = Cfg::kChunk * Cfg::kPitchC * 2;  // [64][72] 16-bit
+  static constexpr int kTileD = Cfg::kChunk * Cfg::kPitchD * 2;  // [64][136] 16-bit (padded)
+  static constexpr int kSwizzledD = Cfg::kChunk * Cfg::kDim * 2;  // [64][128] 16-bit, swizzled
+  static constexpr int kSwizzledC = Cfg::kChunk * Cfg::kChunk * 2;  // [64][64] 16-bit, swizzled
   static constexpr int kTileF = Cfg::kChunk * Cfg::kPitchF * 4;  // [64][65] fp32
-  // One stage.
+  // One stage; the swizzled tiles first (each 1024-byte aligned).
   static constexpr int kQ = 0;
-  static constexpr int kK = kQ + kTileD;
-  static constexpr int kV = kK + kTileD;
-  static constexpr int kTGated = kV + kTileD;  // T_g[t][j] = T[t][j] beta_j Gamma[t][j], j <= t, rounded
-  static constexpr int kTGatedLo = kTGated + kTileC;  // T_g - round(T_g), rounded
-  static constexpr int kP = kTGatedLo + kTileC;  // P[t][j] = (q_t . k_j) Gamma[t][j], j <= t
-  // A precomputed Tinv (fp32 [64][64], lower triangle loaded) lands where T_g hi/lo go: the
-  // producer reads it into registers before it writes T_g.
+  static constexpr int kK = kQ + kSwizzledD;
+  static constexpr int kTGated = kK + kSwizzledD;  // T_g[t][j] = T[t][j] beta_j Gamma[t][j], j <= t, rounded
+  static constexpr int kTGatedLo = kTGated + kSwizzledC;  // T_g - round(T_g), rounded
+  static constexpr int kP = kTGatedLo + kSwizzledC;  // P[t][j] = (q_t . k_j) Gamma[t][j], j <= t
+  // A precomputed Tinv (fp32 [64][64], row-major, lower triangle loaded) lands where T_g hi/lo go:
+  // whoever builds T_g reads it into registers before writing T_g.
   static constexpr int kInverseIn = kTGated;
-  static constexpr int kGates = kP + kTileC;
-  static constexpr int kStageBytes = kGates + FastGates::kFloats * 4;
+  static constexpr int kV = kP + kSwizzledC;  // padded pitch kPitchD
+  static constexpr int kGates = kV + kTileD;
+  static constexpr int kStageBytes = (kGates + FastGates::kFloats * 4 + 1023) / 1024 * 1024;
   // Producer-private solve tiles, the consumers' output staging tile, the stage barriers.
   static constexpr int kA0 = Cfg::kStages * kStageBytes;
   static constexpr int kInverse = kA0 + kTileF;
@@ -63,9 +84,9 @@ struct FastSmem {
   static constexpr int kBarriers = kOut + kTileD;  // full[kStages], empty[kStages]
   static constexpr int kBytes = kBarriers + 2 * Cfg::kStages * 8;
   static_assert(kBytes <= 227 * 1024, "exceeds the sm_90 shared memory per block");
-  static_assert(kP - kInverseIn >= Cfg::kChunk * Cfg::kChunk * 4, "Tinv must fit the T_g tiles");
-  static_assert(kStageBytes % 128 == 0 && kK % 16 == 0 && kTGated % 16 == 0 && kTGatedLo % 16 == 0 && kP % 16 == 0 && kOut % 16 == 0 &&
-                kBarriers % 8 == 0);
+  static_assert(kP - kInverseIn >= Cfg::kChunk * Cfg::kChunk * 4, "Tinv must fit the T_g tiles (P is written meanwhile)");
+  static_assert(kStageBytes % 1024 == 0 && kK % 1024 == 0 && kTGated % 1024 == 0 && kTGatedLo % 1024 == 0 &&
+                kP % 1024 == 0 && kV % 16 == 0 && kOut % 16 == 0 && kBarriers % 8 == 0);
 };
 
 }  // namespace fastinfer::gdn::kernels::fast

@@ -52,13 +52,16 @@ __device__ __forceinline__ void issue_tile_loads(unsigned char* stage, const Chu
   const int offsets[3] = {FastSmem::kQ, FastSmem::kK, FastSmem::kV};
 #pragma unroll
   for (int tile = 0; tile < 3; ++tile) {
-    Element* dst = reinterpret_cast<Element*>(stage + offsets[tile]) + r0 * Cfg::kPitchD + c;
+    Element* tile_base = reinterpret_cast<Element*>(stage + offsets[tile]);
     const Element* from = bases[tile] + r0 * strides[tile] + c;
     const std::int64_t step = kRowStep * strides[tile];
 #pragma unroll
     for (int m = 0; m < Cfg::kChunk / kRowStep; ++m) {
-      const bool inside = r0 + kRowStep * m < src.len;
-      cp_async_16(dst + kRowStep * m * Cfg::kPitchD, inside ? from + m * step : bases[tile], inside ? 16 : 0);
+      const int r = r0 + kRowStep * m;
+      const bool inside = r < src.len;
+      // q and k in the wgmma swizzle, v padded (layout.cuh).
+      Element* dst = tile_base + (tile < 2 ? swizzled_d(r, c) : r * Cfg::kPitchD + c);
+      cp_async_16(dst, inside ? from + m * step : bases[tile], inside ? 16 : 0);
     }
   }
   float* gates = reinterpret_cast<float*>(stage + FastSmem::kGates);
@@ -87,12 +90,12 @@ __device__ __forceinline__ void issue_tile_loads(unsigned char* stage, const Chu
     const Element* from = static_cast<const Element*>(src.t_gated) + r0 * Cfg::kChunk + 8 * v;
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
-      Element* dst = reinterpret_cast<Element*>(stage + (half == 0 ? FastSmem::kTGated : FastSmem::kTGatedLo)) +
-                     r0 * Cfg::kPitchC + 8 * v;
+      Element* dst = reinterpret_cast<Element*>(stage + (half == 0 ? FastSmem::kTGated : FastSmem::kTGatedLo));
 #pragma unroll
       for (int m = 0; m < Cfg::kChunk / 16; ++m)
         if (v / 2 <= m)
-          cp_async_16(dst + 16 * m * Cfg::kPitchC, from + half * Cfg::kChunk * Cfg::kChunk + 16 * m * Cfg::kChunk, 16);
+          cp_async_16(dst + swizzled_c(r0 + 16 * m, 8 * v),
+                      from + half * Cfg::kChunk * Cfg::kChunk + 16 * m * Cfg::kChunk, 16);
     }
   }
   cp_async_commit();
@@ -142,9 +145,8 @@ __device__ __forceinline__ void l2_normalise_rows(typename Operand<kType>::Eleme
 #pragma unroll
     for (int i = 0; i < kBatch; ++i) {
       const int r = (s0 + i) * kRowsPerStep + pwarp * (32 / kLanesPerRow) + lane / kLanesPerRow;
-      const Element* row = tile + r * Cfg::kPitchD + 8 * (lane % kLanesPerRow);
-      raw[i][0] = *reinterpret_cast<const uint4*>(row);
-      raw[i][1] = *reinterpret_cast<const uint4*>(row + 64);
+      raw[i][0] = *reinterpret_cast<const uint4*>(tile + swizzled_d(r, 8 * (lane % kLanesPerRow)));
+      raw[i][1] = *reinterpret_cast<const uint4*>(tile + swizzled_d(r, 64 + 8 * (lane % kLanesPerRow)));
     }
 #pragma unroll
     for (int i = 0; i < kBatch; ++i) {
@@ -169,7 +171,6 @@ __device__ __forceinline__ void l2_normalise_rows(typename Operand<kType>::Eleme
       const int r = (s0 + i) * kRowsPerStep + pwarp * (32 / kLanesPerRow) + lane / kLanesPerRow;
       if (r < len) {
         const float scale = rsqrtf(sum[i] + 1e-6f);
-        Element* row = tile + r * Cfg::kPitchD + 8 * (lane % kLanesPerRow);
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           std::uint32_t words[4] = {raw[i][h].x, raw[i][h].y, raw[i][h].z, raw[i][h].w};
@@ -178,7 +179,8 @@ __device__ __forceinline__ void l2_normalise_rows(typename Operand<kType>::Eleme
             const float2 x = unpack_pair<kType>(words[w]);
             words[w] = pack_pair<kType>(x.x * scale, x.y * scale);
           }
-          *reinterpret_cast<uint4*>(row + 64 * h) = make_uint4(words[0], words[1], words[2], words[3]);
+          *reinterpret_cast<uint4*>(tile + swizzled_d(r, 64 * h + 8 * (lane % kLanesPerRow))) =
+              make_uint4(words[0], words[1], words[2], words[3]);
         }
       }
     }

@@ -8,7 +8,7 @@
 
 namespace fastinfer::gdn::kernels::fast {
 
-// acc[16 rows][16 np .. 16 np + 15] = rows 16 block .. +15 of `a` times K^T for the column pairs
+// acc[16 rows][16 np .. 16 np + 15] = rows 16 block .. +15 of `a` times K^T (swizzled q / k tiles) for the column pairs
 // np in [np_first, np_last] (at most the diagonal block); other tiles of acc are left as they are.
 template <InputType kType, class Element>
 __device__ __forceinline__ void rows_times_k(float (&acc)[8][4], const Element* a, const Element* k, int block,
@@ -16,19 +16,19 @@ __device__ __forceinline__ void rows_times_k(float (&acc)[8][4], const Element* 
   using Cfg = FastConfig;
   const int mat = lane / 8, row = lane % 8;
   // A (row-major, non-transposed): matrix mat covers rows +8 (mat % 2), cols +8 (mat / 2).
-  const Element* a_base = a + (16 * block + row + 8 * (mat % 2)) * Cfg::kPitchD + 8 * (mat / 2);
+  const int a_row = 16 * block + row + 8 * (mat % 2), a_col = 8 * (mat / 2);
   // B (rows j of K as [n][k]): matrix mat covers n +8 (mat / 2), k +8 (mat % 2).
-  const Element* b_base = k + (row + 8 * (mat / 2)) * Cfg::kPitchD + 8 * (mat % 2);
+  const int b_row = row + 8 * (mat / 2), b_col = 8 * (mat % 2);
   zero(acc);
 #pragma unroll
   for (int kb = 0; kb < Cfg::kDim / 16; ++kb) {
     std::uint32_t fa[4];
-    ldmatrix_x4(fa, smem_address(a_base + 16 * kb));
+    ldmatrix_x4(fa, smem_address(a + swizzled_d(a_row, a_col + 16 * kb)));
 #pragma unroll
     for (int np = 0; np < 4; ++np) {
       if (np >= np_first && np <= np_last) {
         std::uint32_t b[4];
-        ldmatrix_x4(b, smem_address(b_base + 16 * np * Cfg::kPitchD + 16 * kb));
+        ldmatrix_x4(b, smem_address(k + swizzled_d(b_row + 16 * np, b_col + 16 * kb)));
         mma_pair<kType>(acc[2 * np], acc[2 * np + 1], fa, b);
       }
     }
@@ -63,7 +63,7 @@ __device__ __forceinline__ void compute_p(unsigned char* stage, int block, int n
         const int t = 16 * block + g + 8 * h;
         const float v0 = j <= t ? acc[n][2 * h] * __expf(g_row[h] - g_col.x) : 0.0f;
         const float v1 = j + 1 <= t ? acc[n][2 * h + 1] * __expf(g_row[h] - g_col.y) : 0.0f;
-        *reinterpret_cast<std::uint32_t*>(p_tile + t * Cfg::kPitchC + j) = pack_pair<kType>(v0, v1);
+        *reinterpret_cast<std::uint32_t*>(p_tile + swizzled_c(t, j)) = pack_pair<kType>(v0, v1);
       }
     }
 }

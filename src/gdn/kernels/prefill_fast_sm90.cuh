@@ -15,9 +15,11 @@
 #include <cstdint>
 
 #include "gdn/kernels/prefill_fast_consumer.cuh"
+#include "gdn/kernels/prefill_fast_consumer_wgmma.cuh"
 #include "gdn/kernels/prefill_fast_layout.cuh"
 #include "gdn/kernels/prefill_fast_primitives.cuh"
 #include "gdn/kernels/prefill_fast_producer.cuh"
+#include "gdn/kernels/prefill_fast_wgmma.cuh"
 #include "gdn/kernels/prefill_fast_profile.cuh"
 #include "gdn/kernels/prefill_state_io.cuh"
 #include "gdn/prefill_params.h"
@@ -166,7 +168,7 @@ __device__ __forceinline__ bool loads_t(const ChunkSource& source) {
 // The loads of chunk n + 1 are issued (into the other stage, once the consumers released it)
 // between A0/P and the inverse of chunk n, so their latency hides behind the solve.
 template <InputType kType, TSource kSource>
-__device__ void run_producer(const PrefillParams& p, unsigned char* smem, std::uint64_t* full, std::uint64_t* empty,
+__device__ __forceinline__ void run_producer(const PrefillParams& p, unsigned char* smem, std::uint64_t* full, std::uint64_t* empty,
                              std::int64_t num_items, unsigned long long* profile) {
   using Element = typename Operand<kType>::Element;
   constexpr std::uint32_t kStages = FastConfig::kStages;
@@ -187,6 +189,7 @@ __device__ void run_producer(const PrefillParams& p, unsigned char* smem, std::u
     // wait ~6.6k cycles per chunk for the producer's empty-wait + issue).
     if (loaded_inverse) {
       finish_chunk<kType>(true, stage, smem, ptid, timer);
+      fence_proxy_async_shared();  // the stage's q, k, T_g (cp.async, L2 norm) are read by wgmma
       mbarrier_arrive(&full[n % kStages]);
     }
     ChunkCursor next = cur;
@@ -203,6 +206,7 @@ __device__ void run_producer(const PrefillParams& p, unsigned char* smem, std::u
     timer.tick(kProducerIssue);
     if (!loaded_inverse) {
       finish_chunk<kType>(false, stage, smem, ptid, timer);
+      fence_proxy_async_shared();  // and T_g, P written here
       mbarrier_arrive(&full[n % kStages]);
     }
     timer.count(kProducerChunks);
@@ -212,7 +216,7 @@ __device__ void run_producer(const PrefillParams& p, unsigned char* smem, std::u
 }
 
 template <InputType kType, TSource kSource>
-__device__ void run_consumer(const PrefillParams& p, unsigned char* smem, std::uint64_t* full, std::uint64_t* empty,
+__device__ __forceinline__ void run_consumer(const PrefillParams& p, unsigned char* smem, std::uint64_t* full, std::uint64_t* empty,
                              std::int64_t num_items, unsigned long long* profile) {
   using Element = typename Operand<kType>::Element;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -240,7 +244,11 @@ __device__ void run_consumer(const PrefillParams& p, unsigned char* smem, std::u
       const int len = w.chunk_len(token0);
       const ChunkOutput out{out_head + token0 * p.out_stride_token, p.out_stride_token, len, p.scale};
       const ConsumerPrep prep = consumer_prep_of<kSource>(p, w, token0);
-      consume_chunk<kType>(state, smem + s * FastSmem::kStageBytes, smem, out, prep, warp, lane);
+      if constexpr (FastConfig::kWgmmaProducts) {
+        consume_chunk_wgmma<kType>(state, smem + s * FastSmem::kStageBytes, smem, out, prep, warp, lane);
+      } else {
+        consume_chunk<kType>(state, smem + s * FastSmem::kStageBytes, smem, out, prep, warp, lane);
+      }
       timer.tick(kConsumerCompute);
       timer.count(kConsumerChunks);
       mbarrier_arrive(&empty[s]);
@@ -265,7 +273,9 @@ __global__ void __launch_bounds__(FastConfig::kThreads, 1) gdn_prefill_fast_kern
   // A programmatic dependent launch (CP stage 4) may start before the kernel that writes its
   // inputs has finished; this waits for it (a no-op for an ordinary launch).
   asm volatile("griddepcontrol.wait;" ::: "memory");
-  extern __shared__ __align__(128) unsigned char smem[];
+  extern __shared__ __align__(1024) unsigned char smem[];
+  // The 128-byte swizzle of the wgmma tiles assumes 1024-byte aligned stages.
+  if (threadIdx.x == 0 && (smem_address(smem) & 1023) != 0) __trap();
   auto* full = reinterpret_cast<std::uint64_t*>(smem + FastSmem::kBarriers);
   auto* empty = full + FastConfig::kStages;
   if (threadIdx.x == 0) {
@@ -276,9 +286,10 @@ __global__ void __launch_bounds__(FastConfig::kThreads, 1) gdn_prefill_fast_kern
   }
   __syncthreads();
   const std::int64_t num_items = WorkItem::rows(p) * p.num_state_heads;
-  // No setmaxnreg: at 168 registers for every warp both roles fit (ptxas: 20 bytes of spill
-  // in the consumers); shifting registers to the consumers spilled more in the producer.
-  if (threadIdx.x >= FastConfig::kConsumerThreads) {
+  // The role as a warp-uniform value (a shuffle), so the compiler sees the consumers' wgmma on a
+  // non-divergent path (else ptxas serialises them: C7520).
+  const int warpgroup = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x) / 128, 0);
+  if (warpgroup >= FastConfig::kConsumerThreads / 128) {
     run_producer<kType, kSource>(p, smem, full, empty, num_items, profile);
   } else {
     run_consumer<kType, kSource>(p, smem, full, empty, num_items, profile);

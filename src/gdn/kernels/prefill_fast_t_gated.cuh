@@ -56,8 +56,8 @@ __device__ __forceinline__ void write_t_gated(unsigned char* stage, InverseAt in
       const float2 rounded = unpack_pair<kType>(hi[h]);
       lo[h] = pack_pair<kType>(value[r][2 * h] - rounded.x, value[r][2 * h + 1] - rounded.y);
     }
-    *reinterpret_cast<uint2*>(t_gated + t * Cfg::kPitchC + j0) = make_uint2(hi[0], hi[1]);
-    *reinterpret_cast<uint2*>(t_gated_lo + t * Cfg::kPitchC + j0) = make_uint2(lo[0], lo[1]);
+    *reinterpret_cast<uint2*>(t_gated + swizzled_c(t, j0)) = make_uint2(hi[0], hi[1]);
+    *reinterpret_cast<uint2*>(t_gated_lo + swizzled_c(t, j0)) = make_uint2(lo[0], lo[1]);
   }
 }
 
