@@ -17,4 +17,15 @@ target_sources(fastinfer PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/large_m/instantiations/fused_wgmma_t128_k4.cu
   ${CMAKE_CURRENT_LIST_DIR}/large_m/instantiations/fused_wgmma_t64_k4.cu
   ${CMAKE_CURRENT_LIST_DIR}/large_m/instantiations/fused_wgmma_t256_k1_pp.cu
-  ${CMAKE_CURRENT_LIST_DIR}/large_m/instantiations/fused_wgmma_t128_k1_pp.cu)
+  ${CMAKE_CURRENT_LIST_DIR}/large_m/instantiations/fused_wgmma_t128_k1_pp.cu
+  ${CMAKE_CURRENT_LIST_DIR}/large_m/instantiations/fused_wgmma_t256_k1_il.cu
+  ${CMAKE_CURRENT_LIST_DIR}/large_m/instantiations/fused_wgmma_t128_k1_il.cu
+  ${CMAKE_CURRENT_LIST_DIR}/large_m/instantiations/fused_wgmma_t64_k1_il.cu
+  ${CMAKE_CURRENT_LIST_DIR}/large_m/instantiations/fused_wgmma_t256_k2_il.cu
+  ${CMAKE_CURRENT_LIST_DIR}/large_m/instantiations/fused_wgmma_t128_k2_il.cu
+  ${CMAKE_CURRENT_LIST_DIR}/large_m/instantiations/fused_wgmma_t256_sk.cu
+  ${CMAKE_CURRENT_LIST_DIR}/large_m/instantiations/fused_wgmma_t256_sk_il.cu
+  ${CMAKE_CURRENT_LIST_DIR}/large_m/instantiations/fused_wgmma_t128_sk.cu
+  ${CMAKE_CURRENT_LIST_DIR}/large_m/instantiations/fused_wgmma_t128_sk_il.cu
+  ${CMAKE_CURRENT_LIST_DIR}/large_m/instantiations/fused_wgmma_t64_sk.cu
+  ${CMAKE_CURRENT_LIST_DIR}/large_m/instantiations/fused_wgmma_t64_sk_il.cu)

@@ -50,6 +50,8 @@ struct LargeMConfig {
   int cluster_m, cluster_n;
   int split_k = 1;  // CTAs of a cluster that split K (fused_wgmma only; reduced in shared memory)
   bool pingpong = false;  // fused_wgmma: the consumer warpgroups take turns issuing wgmmas
+  bool interleave = false;  // fused_wgmma: the next stage's decode interleaved with the k16 wgmmas
+  bool persistent = false;  // fused_wgmma: one CTA per SM, stream-K split of the (tile, k64) units
 };
 
 // Every compiled tactic, in id order. The list is immutable for the life of the process.

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "gemm/large_m.h"
+#include "gemm/large_m/fused_wgmma_sm90.h"
 
 namespace fastinfer::gemm::detail {
 namespace {
@@ -64,7 +65,7 @@ TEST(GemmLargeM, FusedTacticsAreListed) {
       EXPECT_TRUE(config.cluster_m == 1 && config.cluster_n == 1) << config.name;
       EXPECT_TRUE(config.split_k == 1 || config.split_k == 2 || config.split_k == 4) << config.name;
     }
-  EXPECT_EQ(fused, 9);
+  EXPECT_EQ(fused, 20);
 }
 
 TEST(GemmLargeM, RejectsWhatTheKernelsCannotRun) {
@@ -94,6 +95,7 @@ TEST(GemmLargeM, RejectsWhatTheKernelsCannotRun) {
 TEST(GemmLargeM, WorkspaceHoldsTheBf16WeightOrTheActivationImage) {
   for (const auto& config : large_m_configs()) {
     const LargeMParams p = valid_params();
+    if (config.persistent) continue;  // sized from the device's SM count (PersistentLayoutHoldsEveryPiece)
     if (config.algo == LargeMAlgo::kFusedWgmma) {  // M rounded up to the token tile, bf16
       const std::size_t rows = (p.m + config.tile_m - 1) / config.tile_m * config.tile_m;
       EXPECT_EQ(workspace_bytes(p, config), rows * p.k * 2) << config.name;
@@ -101,6 +103,27 @@ TEST(GemmLargeM, WorkspaceHoldsTheBf16WeightOrTheActivationImage) {
       EXPECT_GE(workspace_bytes(p, config), std::size_t{2} * p.n * p.k) << config.name;
     }
   }
+}
+
+TEST(GemmLargeM, PersistentLayoutHoldsEveryPiece) {
+  // Image, then one flag and one fp32 tokens x 128 partial tile per CTA, each 256-byte aligned.
+  const int m = 1000, k = 1536, tokens = 256, ctas = 132;
+  const FusedPersistentLayout counted = fused_persistent_layout(m, k, tokens, ctas, nullptr);
+  const std::size_t image = fused_image_bytes(m, k, tokens);
+  EXPECT_EQ(image, std::size_t{1024} * k * 2);
+  EXPECT_GE(counted.bytes, image + ctas * 4 + std::size_t{ctas} * tokens * kFusedRows * 4);
+  alignas(256) static unsigned char base[1];
+  const FusedPersistentLayout carved = fused_persistent_layout(m, k, tokens, ctas, base);
+  EXPECT_EQ(carved.image, static_cast<void*>(base));
+  const auto offset = [&](const void* q) { return static_cast<std::size_t>(static_cast<const unsigned char*>(q) - base); };
+  EXPECT_EQ(offset(carved.flags), image);
+  EXPECT_EQ(offset(carved.partials) % 256, 0u);
+  EXPECT_GE(offset(carved.partials), image + ctas * 4);
+  EXPECT_EQ(offset(carved.partials) + std::size_t{ctas} * tokens * kFusedRows * 4, counted.bytes);
+  // CTAs: one per SM, at most one per (tile, k64 chunk) unit; 0 when the units overflow int.
+  EXPECT_EQ(fused_persistent_ctas(256, 28672, 4096, 256, 132), 132);
+  EXPECT_EQ(fused_persistent_ctas(3, 448, 320, 256, 132), 4 * 5);
+  EXPECT_EQ(fused_persistent_ctas(1 << 30, 1 << 20, 1 << 12, 64, 132), 0);
 }
 
 }  // namespace

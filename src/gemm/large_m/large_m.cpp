@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdint>
 
+#include "fastinfer/device.h"
 #include "fastinfer/error.h"
 #include "gemm/large_m/bf16_gemm_sm90.h"
 #include "gemm/large_m/fused_wgmma_sm90.h"
@@ -18,8 +19,10 @@ namespace {
 // 64x256 pingpong wastes no rows at M = 64..192. Which wins where: unmeasured (autotuner's job).
 // fused_wgmma (ids 3..11): tile_m = tokens per CTA (wgmma N), tile_n = 128 rows of W per CTA, _kC =
 // clusters of C CTAs splitting K (for shapes with few 128 x tokens tiles, e.g. N = 4096), _pp = the
-// two consumer warpgroups take turns issuing their wgmmas.
-constexpr std::array<LargeMConfig, 12> kConfigs{{
+// two consumer warpgroups take turns issuing their wgmmas, _il = the next stage's decode interleaved
+// with this stage's k16 wgmmas (ids 12..16), _sk = persistent, one CTA per SM, the (tile, k64 chunk)
+// units split equally between them (stream-K; ids 17..22).
+constexpr std::array<LargeMConfig, 23> kConfigs{{
     {0, "dequant_gemm_coop_128x256x64_c2x1", LargeMAlgo::kDequantGemm, 128, 256, 64, 2, 1},
     {1, "dequant_gemm_coop_128x128x64_c1x2", LargeMAlgo::kDequantGemm, 128, 128, 64, 1, 2},
     {2, "dequant_gemm_pingpong_64x256x64_c1x1", LargeMAlgo::kDequantGemm, 64, 256, 64, 1, 1},
@@ -32,6 +35,17 @@ constexpr std::array<LargeMConfig, 12> kConfigs{{
     {9, "fused_wgmma_64x128x64_k4", LargeMAlgo::kFusedWgmma, 64, kFusedRows, kFusedChunkK, 1, 1, 4},
     {10, "fused_wgmma_256x128x64_pp", LargeMAlgo::kFusedWgmma, 256, kFusedRows, kFusedChunkK, 1, 1, 1, true},
     {11, "fused_wgmma_128x128x64_pp", LargeMAlgo::kFusedWgmma, 128, kFusedRows, kFusedChunkK, 1, 1, 1, true},
+    {12, "fused_wgmma_256x128x64_il", LargeMAlgo::kFusedWgmma, 256, kFusedRows, kFusedChunkK, 1, 1, 1, false, true},
+    {13, "fused_wgmma_128x128x64_il", LargeMAlgo::kFusedWgmma, 128, kFusedRows, kFusedChunkK, 1, 1, 1, false, true},
+    {14, "fused_wgmma_64x128x64_il", LargeMAlgo::kFusedWgmma, 64, kFusedRows, kFusedChunkK, 1, 1, 1, false, true},
+    {15, "fused_wgmma_256x128x64_k2_il", LargeMAlgo::kFusedWgmma, 256, kFusedRows, kFusedChunkK, 1, 1, 2, false, true},
+    {16, "fused_wgmma_128x128x64_k2_il", LargeMAlgo::kFusedWgmma, 128, kFusedRows, kFusedChunkK, 1, 1, 2, false, true},
+    {17, "fused_wgmma_256x128x64_sk", LargeMAlgo::kFusedWgmma, 256, kFusedRows, kFusedChunkK, 1, 1, 1, false, false, true},
+    {18, "fused_wgmma_256x128x64_sk_il", LargeMAlgo::kFusedWgmma, 256, kFusedRows, kFusedChunkK, 1, 1, 1, false, true, true},
+    {19, "fused_wgmma_128x128x64_sk", LargeMAlgo::kFusedWgmma, 128, kFusedRows, kFusedChunkK, 1, 1, 1, false, false, true},
+    {20, "fused_wgmma_128x128x64_sk_il", LargeMAlgo::kFusedWgmma, 128, kFusedRows, kFusedChunkK, 1, 1, 1, false, true, true},
+    {21, "fused_wgmma_64x128x64_sk", LargeMAlgo::kFusedWgmma, 64, kFusedRows, kFusedChunkK, 1, 1, 1, false, false, true},
+    {22, "fused_wgmma_64x128x64_sk_il", LargeMAlgo::kFusedWgmma, 64, kFusedRows, kFusedChunkK, 1, 1, 1, false, true, true},
 }};
 
 template <Bf16GemmTile Tile>
@@ -77,20 +91,41 @@ Workspace carve(const LargeMParams& p, const Bf16GemmKernel& kernel, void* base)
   return ws;
 }
 
-// The fused instantiation behind a config (tokens, split-K, pingpong), as compiled.
+int persistent_ctas(const LargeMParams& p, const LargeMConfig& c) {
+  return fused_persistent_ctas(p.m, p.n, p.k, c.tile_m, device_info(p.device).sm_count);
+}
+
+// The fused instantiation behind a config (tokens, split-K, issue order, persistent), as compiled.
 void run_fused(const LargeMParams& p, const LargeMConfig& c, void* image, Stream stream) {
-  switch (c.tile_m * 16 + c.split_k * 2 + (c.pingpong ? 1 : 0)) {
-    case 256 * 16 + 2: return run_fused_wgmma_sm90<256, 1, false>(p, image, stream);
-    case 128 * 16 + 2: return run_fused_wgmma_sm90<128, 1, false>(p, image, stream);
-    case 64 * 16 + 2: return run_fused_wgmma_sm90<64, 1, false>(p, image, stream);
-    case 256 * 16 + 4: return run_fused_wgmma_sm90<256, 2, false>(p, image, stream);
-    case 128 * 16 + 4: return run_fused_wgmma_sm90<128, 2, false>(p, image, stream);
-    case 128 * 16 + 8: return run_fused_wgmma_sm90<128, 4, false>(p, image, stream);
-    case 64 * 16 + 8: return run_fused_wgmma_sm90<64, 4, false>(p, image, stream);
-    case 256 * 16 + 3: return run_fused_wgmma_sm90<256, 1, true>(p, image, stream);
-    case 128 * 16 + 3: return run_fused_wgmma_sm90<128, 1, true>(p, image, stream);
-    default: break;
+  using enum FusedIssue;
+  const FusedIssue issue = c.interleave ? kInterleaved : c.pingpong ? kPingpong : kTogether;
+  if (c.persistent) {
+    const int ctas = persistent_ctas(p, c);
+    if (c.tile_m == 256 && issue == kTogether) return run_fused_persistent_sm90<256, kTogether>(p, image, ctas, stream);
+    if (c.tile_m == 256 && issue == kInterleaved) return run_fused_persistent_sm90<256, kInterleaved>(p, image, ctas, stream);
+    if (c.tile_m == 128 && issue == kTogether) return run_fused_persistent_sm90<128, kTogether>(p, image, ctas, stream);
+    if (c.tile_m == 128 && issue == kInterleaved) return run_fused_persistent_sm90<128, kInterleaved>(p, image, ctas, stream);
+    if (c.tile_m == 64 && issue == kTogether) return run_fused_persistent_sm90<64, kTogether>(p, image, ctas, stream);
+    if (c.tile_m == 64 && issue == kInterleaved) return run_fused_persistent_sm90<64, kInterleaved>(p, image, ctas, stream);
+    throw Error(Error::Kind::kValue, std::string("mm_bf16_fp4: fused large-M tactic not compiled: ") + c.name);
   }
+  const auto is = [&](int tokens, int split_k, FusedIssue order) {
+    return c.tile_m == tokens && c.split_k == split_k && issue == order;
+  };
+  if (is(256, 1, kTogether)) return run_fused_wgmma_sm90<256, 1, kTogether>(p, image, stream);
+  if (is(128, 1, kTogether)) return run_fused_wgmma_sm90<128, 1, kTogether>(p, image, stream);
+  if (is(64, 1, kTogether)) return run_fused_wgmma_sm90<64, 1, kTogether>(p, image, stream);
+  if (is(256, 2, kTogether)) return run_fused_wgmma_sm90<256, 2, kTogether>(p, image, stream);
+  if (is(128, 2, kTogether)) return run_fused_wgmma_sm90<128, 2, kTogether>(p, image, stream);
+  if (is(128, 4, kTogether)) return run_fused_wgmma_sm90<128, 4, kTogether>(p, image, stream);
+  if (is(64, 4, kTogether)) return run_fused_wgmma_sm90<64, 4, kTogether>(p, image, stream);
+  if (is(256, 1, kPingpong)) return run_fused_wgmma_sm90<256, 1, kPingpong>(p, image, stream);
+  if (is(128, 1, kPingpong)) return run_fused_wgmma_sm90<128, 1, kPingpong>(p, image, stream);
+  if (is(256, 1, kInterleaved)) return run_fused_wgmma_sm90<256, 1, kInterleaved>(p, image, stream);
+  if (is(128, 1, kInterleaved)) return run_fused_wgmma_sm90<128, 1, kInterleaved>(p, image, stream);
+  if (is(64, 1, kInterleaved)) return run_fused_wgmma_sm90<64, 1, kInterleaved>(p, image, stream);
+  if (is(256, 2, kInterleaved)) return run_fused_wgmma_sm90<256, 2, kInterleaved>(p, image, stream);
+  if (is(128, 2, kInterleaved)) return run_fused_wgmma_sm90<128, 2, kInterleaved>(p, image, stream);
   throw Error(Error::Kind::kValue, std::string("mm_bf16_fp4: fused large-M tactic not compiled: ") + c.name);
 }
 
@@ -110,14 +145,17 @@ bool can_implement(const LargeMParams& p, const LargeMConfig& config) {
   // per split-K rank; grid.y = N / 128.
   if (config.algo == LargeMAlgo::kFusedWgmma)
     return p.k % kFusedChunkK == 0 && (reinterpret_cast<std::uintptr_t>(p.w_scales) & 3u) == 0 &&
-           p.k / kFusedChunkK >= config.split_k && (p.n + kFusedRows - 1) / kFusedRows <= 65535;
+           p.k / kFusedChunkK >= config.split_k && (p.n + kFusedRows - 1) / kFusedRows <= 65535 &&
+           (!config.persistent || fused_persistent_ctas(p.m, p.n, p.k, config.tile_m, 1) > 0);  // units fit in int
   const Bf16GemmKernel& kernel = gemm_kernel(config, p.out_dtype);
   // Any 16-byte aligned pointer stands for the workspace copy of W here: only its alignment matters.
   return kernel.can_implement(gemm_args(p, p.a));
 }
 
 std::size_t workspace_bytes(const LargeMParams& p, const LargeMConfig& config) {
-  if (config.algo == LargeMAlgo::kFusedWgmma) return fused_image_bytes(p.m, p.k, config.tile_m);
+  if (config.algo == LargeMAlgo::kFusedWgmma)
+    return config.persistent ? fused_persistent_layout(p.m, p.k, config.tile_m, persistent_ctas(p, config), nullptr).bytes
+                             : fused_image_bytes(p.m, p.k, config.tile_m);
   return carve(p, gemm_kernel(config, p.out_dtype), nullptr).bytes;
 }
 

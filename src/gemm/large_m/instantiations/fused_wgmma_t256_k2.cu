@@ -3,5 +3,5 @@
 #include "gemm/large_m/fused_wgmma_sm90.cuh"
 
 namespace fastinfer::gemm::detail {
-template void run_fused_wgmma_sm90<256, 2, false>(const LargeMParams& p, void* image, Stream stream);
+template void run_fused_wgmma_sm90<256, 2, FusedIssue::kTogether>(const LargeMParams& p, void* image, Stream stream);
 }  // namespace fastinfer::gemm::detail

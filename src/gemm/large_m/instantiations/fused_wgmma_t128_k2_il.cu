@@ -1,0 +1,7 @@
+// One fused_wgmma instantiation per file (compile time): 128 tokens per CTA, split-K 2, decode of the
+// next stage interleaved with this stage's k16 wgmmas; bf16 and fp16 output (a runtime flag of the epilogue).
+#include "gemm/large_m/fused_wgmma_sm90.cuh"
+
+namespace fastinfer::gemm::detail {
+template void run_fused_wgmma_sm90<128, 2, FusedIssue::kInterleaved>(const LargeMParams& p, void* image, Stream stream);
+}  // namespace fastinfer::gemm::detail
