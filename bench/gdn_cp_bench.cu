@@ -103,6 +103,20 @@ nlohmann::json run_gdn_cp(const BenchOptions& options) {
     const double st2_hilo =
         timed([&] { gdn::detail::run_cp_stages(args, ctx, {.max_seqlen = c.len, .fp16_operands = false, .map_splits = 0, .last_stage = 2}); }) -
         stage_ms[0];
+    // Stage 2 on wgmma (CpOptions::wgmma_maps), and the whole CP call with it.
+    const double st2_wgmma =
+        timed([&] { gdn::detail::run_cp_stages(args, ctx, {.max_seqlen = c.len, .wgmma_maps = true, .map_splits = 0, .last_stage = 2}); }) -
+        stage_ms[0];
+    const double cp_wgmma_ms = timed([&] { gdn::detail::prefill_cp(args, shape, ctx, {.max_seqlen = c.len, .wgmma_maps = true}); });
+    const double cp_mma_ms = timed([&] { gdn::detail::prefill_cp(args, shape, ctx, {.max_seqlen = c.len, .wgmma_maps = false}); });
+    const double st2_mma =
+        timed([&] { gdn::detail::run_cp_stages(args, ctx, {.max_seqlen = c.len, .wgmma_maps = false, .map_splits = 0, .last_stage = 2}); }) -
+        stage_ms[0];
+    // Stage 3 with 16 and 32 rows per CTA (CpOptions::fixup_rows; the rule picks one).
+    double st3_rows[2];
+    for (int i = 0; i < 2; ++i)
+      st3_rows[i] = timed([&] { gdn::detail::run_cp_stages(args, ctx, {.max_seqlen = c.len, .map_splits = 0, .last_stage = 3, .fixup_rows = 16 * (i + 1)}); }) -
+                    stage_ms[1];
     // Stage 2 with one map per chunk (map_splits 1), against the rule's pieces.
     const double st2_unsplit =
         timed([&] { gdn::detail::run_cp_stages(args, ctx, {.max_seqlen = c.len, .map_splits = 1, .last_stage = 2}); }) -
@@ -127,6 +141,15 @@ nlohmann::json run_gdn_cp(const BenchOptions& options) {
                     {"fla_ratio", c.fla_ms > 0 ? best / c.fla_ms : 0.0}, {"host_us_per_call", host_us}});
     std::printf("  stage 2 (%lld pieces per chunk): %.3f ms, bf16 hi + lo operands %.3f ms, %s next-block prefetch %.3f ms, one piece per chunk %.3f ms\n",
                 static_cast<long long>(plan.map_splits), st2, st2_hilo, prefetch_default ? "without" : "with", st2_plain, st2_unsplit);
+    std::printf("  stage 2 wgmma %.3f ms (mma.sync %.3f); CP call with wgmma stage 2 %.3f ms, mma.sync %.3f ms\n", st2_wgmma,
+                st2_mma, cp_wgmma_ms, cp_mma_ms);
+    rows.back()["stage2_mma_sync_ms"] = st2_mma;
+    std::printf("  stage 3 with 16 rows per CTA %.3f ms, 32 rows %.3f ms\n", st3_rows[0], st3_rows[1]);
+    rows.back()["stage3_rows16_ms"] = st3_rows[0];
+    rows.back()["stage3_rows32_ms"] = st3_rows[1];
+    rows.back()["stage2_wgmma_ms"] = st2_wgmma;
+    rows.back()["cp_wgmma_maps_ms"] = cp_wgmma_ms;
+    rows.back()["cp_mma_maps_ms"] = cp_mma_ms;
     rows.back()["stage2_hilo_ms"] = st2_hilo;
     rows.back()[prefetch_default ? "stage2_no_prefetch_ms" : "stage2_prefetch_ms"] = st2_plain;
     rows.back()["stage2_one_piece_ms"] = st2_unsplit;

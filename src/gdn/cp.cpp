@@ -67,9 +67,11 @@ void validate_cp(const PrefillArgs& a, const ExecContext& ctx) {
 
 void (*const kInverse[2])(const CpStageParams&, cudaStream_t) = {launch_cp_block_inverse<CpInputType::kBFloat16>,
                                                                  launch_cp_block_inverse<CpInputType::kFloat16>};
-void (*const kMaps[2][2])(const CpStageParams&, cudaStream_t) = {
+// [bf16 hi + lo, fp16 operands, fp16 operands on wgmma][input type]
+void (*const kMaps[3][2])(const CpStageParams&, cudaStream_t) = {
     {launch_cp_chunk_maps<CpInputType::kBFloat16>, launch_cp_chunk_maps<CpInputType::kFloat16>},
-    {launch_cp_chunk_maps_fp16_operands<CpInputType::kBFloat16>, launch_cp_chunk_maps_fp16_operands<CpInputType::kFloat16>}};
+    {launch_cp_chunk_maps_fp16_operands<CpInputType::kBFloat16>, launch_cp_chunk_maps_fp16_operands<CpInputType::kFloat16>},
+    {launch_cp_chunk_maps_wgmma<CpInputType::kBFloat16>, launch_cp_chunk_maps_wgmma<CpInputType::kFloat16>}};
 
 
 // Stages 1-3 for validated arguments.
@@ -126,10 +128,13 @@ CpStageView launch_stages(const PrefillArgs& a, const ExecContext& ctx, const Cp
   p.programmatic_launch = options.programmatic_launch;
   p.prefetch_blocks = options.prefetch_blocks;
   p.fp16_operands = options.fp16_operands;
+  p.wgmma_maps = options.fp16_operands && options.wgmma_maps;
+  p.fixup_rows = options.fixup_rows == 16 || options.fixup_rows == 32 ? options.fixup_rows
+                                                                      : cp_fixup_rows(plan, info.sm_count);
 
   const int input = a.k.dtype == DType::kFloat16 ? 1 : 0;
   if (options.first_stage <= 1) kInverse[input](p, ctx.stream);
-  if (options.first_stage <= 2 && options.last_stage >= 2) kMaps[options.fp16_operands ? 1 : 0][input](p, ctx.stream);
+  if (options.first_stage <= 2 && options.last_stage >= 2) kMaps[p.wgmma_maps ? 2 : p.fp16_operands ? 1 : 0][input](p, ctx.stream);
   if (options.last_stage >= 3) launch_cp_fixup(p, ctx.stream);
   return {plan, w.block_inverse, w.block_t_gated, w.map_m, w.map_b, w.chunk_states, w.segment_offsets, w.segment_sequence};
 }

@@ -26,13 +26,19 @@ struct CpOptions {
   std::int64_t chunk_len = 0;  // 0 = the chunk rule of make_cp_plan
   bool programmatic_launch = true;  // PDL between stages 1 -> 2 -> 3 -> 4
   // Stage 2 loads the next block behind the current one (cp.async; same bits as without): 3-4 %
-  // faster with the bf16 hi + lo operands, 1-9 % with the 16-warp fp16 kernel (H200,
-  // docs/GDN_CP.md), so on by default.
-  bool prefetch_blocks = true;
+  // faster with the bf16 hi + lo operands, 1-9 % with the 16-warp mma.sync fp16 kernel, but 0.3-6 %
+  // slower with the wgmma kernel (the default since session 5; H200, every gdn_cp row,
+  // docs/GDN_CP.md), so off by default.
+  bool prefetch_blocks = false;
   // Stage 2 feeds its products T, A, [M; B] and Z rounded once to fp16, [M; B] and Z with a
   // power-of-two scale per row (one MMA per product), instead of bf16 hi + lo pairs (2-3 MMAs).
   // docs/GDN_CP.md "Numerics".
   bool fp16_operands = true;
+  // With fp16_operands: stage 2's products as warpgroup MMAs (wgmma; [M; B] rows as the register
+  // operand of [M; B] A^T and Z K, T from shared memory in T K and T V) instead of mma.sync per
+  // warp. Same roundings and k16 order (the same bits on the H200), 8-18 % faster there
+  // (docs/GDN_CP.md, Measured, session 5); false = the mma.sync kernel.
+  bool wgmma_maps = true;
   // Stage 2-3 pieces per chunk (CpPlan::map_splits): 0 = the rule cp_map_splits, n > 0 = the
   // largest divisor of the chunk's block count <= n, -1 = the rule when prefill_cp runs every
   // stage, else 1 (run_cp_stages' callers read the maps per chunk, and a resumed fix-up
@@ -44,6 +50,8 @@ struct CpOptions {
   // stages 1-2, rerunning only the fix-up from this call's initial state: the distributed prefill
   // computes the chunk maps before its exchange and the local prefill after it.
   int first_stage = 1;
+  // Stage 3 rows per CTA (16 or 32); 0 = cp_fixup_rows (src/gdn/cp_plan.cpp).
+  int fixup_rows = 0;
 };
 
 // What stages 1-3 produced, for tests and benchmarks. The pointers point into the call's

@@ -16,6 +16,9 @@ void launch_cp_chunk_maps(const CpStageParams& params, cudaStream_t stream);
 // Stage 2 with fp16 operands (CpStageParams::fp16_operands; instantiations/cp_maps_fp16_operands.cu).
 template <CpInputType kInput>
 void launch_cp_chunk_maps_fp16_operands(const CpStageParams& params, cudaStream_t stream);
+// Stage 2 with fp16 operands on wgmma (CpStageParams::wgmma_maps; instantiations/cp_maps_wgmma.cu).
+template <CpInputType kInput>
+void launch_cp_chunk_maps_wgmma(const CpStageParams& params, cudaStream_t stream);
 // Stage 3: fix-up scan (input-type independent). Grid (16 row groups, Hsab, N).
 void launch_cp_fixup(const CpStageParams& params, cudaStream_t stream);
 
@@ -25,5 +28,7 @@ extern template void launch_cp_chunk_maps<CpInputType::kBFloat16>(const CpStageP
 extern template void launch_cp_chunk_maps<CpInputType::kFloat16>(const CpStageParams&, cudaStream_t);
 extern template void launch_cp_chunk_maps_fp16_operands<CpInputType::kBFloat16>(const CpStageParams&, cudaStream_t);
 extern template void launch_cp_chunk_maps_fp16_operands<CpInputType::kFloat16>(const CpStageParams&, cudaStream_t);
+extern template void launch_cp_chunk_maps_wgmma<CpInputType::kBFloat16>(const CpStageParams&, cudaStream_t);
+extern template void launch_cp_chunk_maps_wgmma<CpInputType::kFloat16>(const CpStageParams&, cudaStream_t);
 
 }  // namespace fastinfer::gdn::detail

@@ -63,6 +63,9 @@ struct CpStageParams {
   bool prefetch_blocks = false;      // stage 2 loads block b + 1 (cp.async) while it computes block b
   // Stage 2 rounds T, A, [M; B] and Z once to fp16 (row-scaled) instead of bf16 hi + lo pairs.
   bool fp16_operands = false;
+  // With fp16_operands: the stage-2 products as wgmma (cp_chunk_maps_wgmma_sm90.cuh) instead of mma.sync.
+  bool wgmma_maps = false;
+  int fixup_rows = 32;  // stage 3 rows per CTA: 16 or 32 (128 / fixup_rows CTAs per sequence and head)
 };
 
 }  // namespace fastinfer::gdn::detail

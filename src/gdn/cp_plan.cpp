@@ -47,6 +47,10 @@ std::int64_t cp_map_splits(const CpPlan& plan, int sm_count, bool last_chunk_map
   return best;
 }
 
+int cp_fixup_rows(const CpPlan& plan, int sm_count) {
+  return plan.num_seqs * plan.num_state_heads * 4 * 2 >= sm_count ? 32 : 16;
+}
+
 bool should_use_cp(std::int64_t num_seqs, std::int64_t num_state_heads, std::int64_t max_seqlen, int sm_count) {
   return 2 * num_seqs * num_state_heads < sm_count && max_seqlen >= kCpAutoMinSeqLen;
 }

@@ -56,6 +56,11 @@ std::int64_t cp_map_splits_at_most(const CpPlan& plan, std::int64_t wanted);
 // (0.219 vs 0.265 ms) and CP at 1x2k (0.374 vs 0.445 ms), hence 2048; shorter sequences with
 // fewer heads are unmeasured.
 inline constexpr std::int64_t kCpAutoMinSeqLen = 2048;
+// Stage 3 rows per CTA: 32 (4 CTAs per sequence and head, a quarter of the L2 traffic of M per
+// step) when that still puts a CTA on at least every other SM, else 16. H200 (cp7 batch 3): 32
+// rows faster at 16/32 and 16/64 (1x128k 0.136 vs 0.142 ms), 16 rows at 2/8 (0.091 vs 0.160).
+int cp_fixup_rows(const CpPlan& plan, int sm_count);
+
 bool should_use_cp(std::int64_t num_seqs, std::int64_t num_state_heads, std::int64_t max_seqlen, int sm_count);
 
 // Whether use_cp = Auto may pick CP at all. On since stage 2 carries its operands as hi + lo pairs

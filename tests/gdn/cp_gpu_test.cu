@@ -215,6 +215,61 @@ TEST_F(GdnCpGpu, HiLoChunkMapsPassTheStageChecks) {
   check_each_stage_and_end_to_end(q, {.max_seqlen = 1000, .chunk_len = 128, .fp16_operands = false});
 }
 
+// Stage 2 on wgmma (CpOptions::wgmma_maps, the default) and on mma.sync (opt-out): the stage checks
+// for both kernels with and without prefetch, and the maps of the two against each other: same
+// operands, same roundings, the same k16 steps in the same order; on the H200 the two kernels'
+// maps came out bit-identical (cp7 batches 1-2: rel L2 0), so anything above fp32 noise is a bug.
+TEST_F(GdnCpGpu, BothChunkMapKernelsPassTheStageChecks) {
+  for (const bool wgmma : {false, true}) {
+    Problem p({1, 65, 700, 1500, 0, 833}, 2, 2, 4, 0.99, 1.0, 15);
+    p.packed_initial_state(16);
+    check_each_stage_and_end_to_end(p, {.max_seqlen = 1500, .chunk_len = 768, .wgmma_maps = wgmma, .map_splits = 3});
+    Problem q({300, 1000, 129}, 4, 1, 1, 0.02, 0.1, 21, DType::kFloat16);
+    q.pool_initial_state(22);
+    check_each_stage_and_end_to_end(q, {.max_seqlen = 1000, .chunk_len = 128, .prefetch_blocks = false, .wgmma_maps = wgmma});
+  }
+}
+
+TEST_F(GdnCpGpu, WgmmaChunkMapsAgreeWithMmaSync) {
+  for (int variant = 0; variant < 2; ++variant) {
+    Problem p({3000, 77, 0, 1100}, 2, 2, 4, variant ? 0.9995 : 0.99, 1.0, 81 + variant,
+              variant ? DType::kFloat16 : DType::kBFloat16);
+    DeviceProblem d(p);
+    const CpOptions base{.max_seqlen = 3000, .chunk_len = 1024, .wgmma_maps = false};
+    CpOptions wg = base;
+    wg.wgmma_maps = true;
+    const auto mma = run_stages(p, d, base);
+    const auto wgmma = run_stages(p, d, wg);
+    const auto& plan = mma.view.plan;
+    const double em = rel_l2_rows(wgmma.m, mma.m, p, plan.maps_per_seq(), plan.map_len(), D * D);
+    const double eb = rel_l2_rows(wgmma.b, mma.b, p, plan.maps_per_seq(), plan.map_len(), D * D);
+    std::printf("  variant %d: wgmma vs mma.sync maps rel L2: M %.2e  B %.2e\n", variant, em, eb);
+    EXPECT_LT(em, 1e-5) << variant;
+    EXPECT_LT(eb, 1e-5) << variant;
+  }
+}
+
+// Stage 3 with 16 and 32 rows per CTA (CpOptions::fixup_rows): every element is the same fmaf
+// chain, so the chunk-entry and final states agree bit for bit; map pieces, a pool state with a
+// negative slot case covered by the problem's ragged lengths, and the stage checks for each.
+TEST_F(GdnCpGpu, FixupRowGroupsGiveTheSameBits) {
+  Problem p({1, 65, 700, 1500, 0, 833}, 2, 2, 4, 0.99, 1.0, 91);
+  p.pool_initial_state(92);
+  DeviceProblem d(p);
+  const auto rows16 = run_stages(p, d, {.max_seqlen = 1500, .chunk_len = 256, .map_splits = 2, .fixup_rows = 16});
+  const auto rows32 = run_stages(p, d, {.max_seqlen = 1500, .chunk_len = 256, .map_splits = 2, .fixup_rows = 32});
+  auto same_bits = [](const std::vector<double>& x, const std::vector<double>& y) {
+    return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(double)) == 0;
+  };
+  EXPECT_TRUE(same_bits(rows16.states, rows32.states));
+  EXPECT_TRUE(same_bits(rows16.finals, rows32.finals));
+  for (int rows : {16, 32}) {
+    Problem q({300, 1000, 129}, 4, 1, 1, 0.02, 0.1, 93, DType::kFloat16);
+    q.packed_initial_state(94);
+    check_each_stage_and_end_to_end(q, {.max_seqlen = 1000, .chunk_len = 128, .fixup_rows = rows});
+  }
+}
+
 TEST_F(GdnCpGpu, LongSequencesGatesVeryNearOneChunkRule) {
   Problem p({9999, 65530}, 1, 1, 1, 0.9995, 1.0, 31);
   check_each_stage_and_end_to_end(p, {.max_seqlen = 65530});
@@ -302,12 +357,13 @@ TEST_F(GdnCpGpu, ProgrammaticLaunchOffGivesTheSameResults) {
 // Stage 2 with the next block prefetched (cp.async behind the current block) computes exactly the
 // same maps: ragged lengths (partial last blocks), no alpha / pool state and the plain variant.
 TEST_F(GdnCpGpu, PrefetchingChunkMapsGiveTheSameBits) {
-  for (int variant = 0; variant < 2; ++variant) {
-    Problem p({2000, 77, 0, 1100}, 2, 2, 4, 0.99, 1.0, 71 + variant, variant ? DType::kFloat16 : DType::kBFloat16);
-    if (variant) p.pool_initial_state(73), p.args.alpha.reset();
+  for (int variant = 0; variant < 4; ++variant) {  // 0, 1: the wgmma kernel, 2, 3: mma.sync
+    Problem p({2000, 77, 0, 1100}, 2, 2, 4, 0.99, 1.0, 71 + variant, variant % 2 ? DType::kFloat16 : DType::kBFloat16);
+    if (variant % 2) p.pool_initial_state(73), p.args.alpha.reset();
     DeviceProblem d(p);
-    const auto plain = run_stages(p, d, {.max_seqlen = 2000, .chunk_len = 320, .prefetch_blocks = false});
-    const auto prefetched = run_stages(p, d, {.max_seqlen = 2000, .chunk_len = 320, .prefetch_blocks = true});
+    const bool wgmma = variant < 2;
+    const auto plain = run_stages(p, d, {.max_seqlen = 2000, .chunk_len = 320, .prefetch_blocks = false, .wgmma_maps = wgmma});
+    const auto prefetched = run_stages(p, d, {.max_seqlen = 2000, .chunk_len = 320, .prefetch_blocks = true, .wgmma_maps = wgmma});
     // Bit comparison: rows no stage writes (chunks past a sequence's end, the empty sequence's
     // final state) hold the same NaN poison in both runs, which == would call different.
     auto same_bits = [](const std::vector<double>& x, const std::vector<double>& y) {

@@ -23,6 +23,7 @@
 #include <type_traits>
 
 #include "gdn/cp_launch.h"
+#include "gdn/kernels/cp_chunk_maps_wgmma_sm90.cuh"
 #include "gdn/kernels/cp_common_sm90.cuh"
 #include "runtime/once_per_device.h"
 
@@ -53,6 +54,14 @@ struct ChunkMapsSmem {
   float alpha_raw[kPrefetch ? kC : 1], beta_raw[kPrefetch ? kC : 1];  // its gates (cp.async, 4 bytes)
 };
 
+// Element (r, c) of the padded K and A tiles of the mma.sync kernels.
+template <class E, class KE, bool kPrefetch>
+__device__ inline KE* k_at(ChunkMapsSmem<E, KE, kPrefetch>& s, int r, int c) { return &s.k[r][c]; }
+template <class E, class KE, bool kPrefetch>
+__device__ inline const KE* k_at(const ChunkMapsSmem<E, KE, kPrefetch>& s, int r, int c) { return &s.k[r][c]; }
+template <class E, class KE, bool kPrefetch>
+__device__ inline KE* a_at(ChunkMapsSmem<E, KE, kPrefetch>& s, int r, int c) { return &s.a[0][r][c]; }
+
 // The m16n8k16 A fragment of two adjacent 16x8 fp32 C tiles (k columns 0-7 in `left`, 8-15 in
 // `right`; C-fragment == A-fragment layout) as hi = round(x) and lo = round(x - hi).
 template <class In>
@@ -67,25 +76,6 @@ __device__ inline void split_a_fragment(const float (&left)[4], const float (&ri
   split(left[2], left[3], hi[1], lo[1]);
   split(right[0], right[1], hi[2], lo[2]);
   split(right[2], right[3], hi[3], lo[3]);
-}
-
-// 2^(14 - floor(log2 x)) for x >= 0 (x's exponent bits; 0 and fp32 subnormals count as 2^-127),
-// clamped to 2^+-100: multiplying a row whose largest |entry| is x by it puts that entry into
-// [2^14, 2^15), below fp16's largest finite 65504. A power of two, so scaling is exact both ways.
-// ref::gdn_cp_chunk_maps_mirror computes the same scale.
-__device__ inline float fp16_row_scale(float max_abs) {
-  const int biased = static_cast<int>((__float_as_uint(max_abs) >> 23) & 0xffu);
-  const int e = max(-100, min(100, 141 - biased));  // 14 - (biased - 127)
-  return __uint_as_float(static_cast<unsigned>(e + 127) << 23);
-}
-__device__ inline float inverse_pow2(float scale) {  // 1 / scale, exact for fp16_row_scale's values
-  return __uint_as_float((254u << 23) - __float_as_uint(scale));
-}
-
-// Maximum over the 4 lanes of a quad (the lanes that hold one row of an MMA fragment).
-__device__ inline float quad_max(float x) {
-  x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
-  return fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
 }
 
 // kFp16Operands, block products: warp w computes rows 16 (w % 4).. of A = T K (T and K fp16, one
@@ -143,7 +133,7 @@ __device__ inline void block_products_fp16(Smem& s, int warp, int lane) {
 #pragma unroll
       for (int ks = 0; ks < 4; ++ks) {
         std::uint32_t b[4];
-        load_b_pair_trans(&s.k[ks * 16][col0 + ntp * 16], kD + 8, lane, b);
+        ldsm_x4_trans(k_at(s, ks * 16 + lane % 16, col0 + ntp * 16 + (lane / 16) * 8), b);
         Op::mma(o[2 * ntp], a[ks], b[0], b[1]);
         Op::mma(o[2 * ntp + 1], a[ks], b[2], b[3]);
       }
@@ -151,7 +141,7 @@ __device__ inline void block_products_fp16(Smem& s, int warp, int lane) {
     for (int nt = 0; nt < 4; ++nt)
 #pragma unroll
       for (int e = 0; e < 4; ++e)
-        s.a[0][mt * 16 + g + (e / 2) * 8][col0 + nt * 8 + 2 * t + (e % 2)] = Op::from_float(o[nt][e]);
+        *a_at(s, mt * 16 + g + (e / 2) * 8, col0 + nt * 8 + 2 * t + (e % 2)) = Op::from_float(o[nt][e]);
   }
 }
 
@@ -233,8 +223,13 @@ __device__ inline void compose_rows_fp16(const Smem& s, float (&acc)[16][4], flo
 
 // kPrefetch: block b + 1's Tinv, K, V (cp.async) and gates (registers) are loaded while block b
 // is computed, instead of one exposed memory round trip at the top of every block.
-template <CpInputType kInput, bool kPrefetch, bool kFp16Operands>
+// kWgmma (implies kFp16Operands): every product as a warpgroup MMA (cp_chunk_maps_wgmma_sm90.cuh).
+template <class E, class KE, bool kPrefetch, bool kWgmma>
+using ChunkMapsSmemOf = std::conditional_t<kWgmma, ChunkMapsWgmmaSmem<E, kPrefetch>, ChunkMapsSmem<E, KE, kPrefetch>>;
+
+template <CpInputType kInput, bool kPrefetch, bool kFp16Operands, bool kWgmma = false>
 __global__ void __launch_bounds__(kMapThreadsOf<kFp16Operands>, 1) chunk_maps_kernel(const CpStageParams p) {
+  static_assert(!kWgmma || kFp16Operands, "the wgmma variant has fp16 operands");
   constexpr int kThreads = kMapThreadsOf<kFp16Operands>, kWarps = kThreads / 32;
   constexpr int kTiles = kFp16Operands ? 1 : 2;  // 16-row tiles of [M; B] per warp
   using In = Input<kInput>;
@@ -242,7 +237,9 @@ __global__ void __launch_bounds__(kMapThreadsOf<kFp16Operands>, 1) chunk_maps_ke
   using Op = Input<CpInputType::kFloat16>;  // the fp16 operand type of kFp16Operands
   using KE = std::conditional_t<kFp16Operands, __half, E>;
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  auto& s = *reinterpret_cast<ChunkMapsSmem<E, KE, kPrefetch>*>(smem_raw);
+  // (No alignment round-up of the base: through an integer cast the compiler loses the address
+  // space and every shared access becomes a generic one. The wgmma tiles need 16 bytes.)
+  auto& s = *reinterpret_cast<ChunkMapsSmemOf<E, KE, kPrefetch, kWgmma>*>(smem_raw);
 
   // One CTA per map piece (chunk_len / map_splits tokens; the whole chunk when map_splits = 1).
   const int piece = blockIdx.x, h = blockIdx.y, n = blockIdx.z;
@@ -306,10 +303,17 @@ __global__ void __launch_bounds__(kMapThreadsOf<kFp16Operands>, 1) chunk_maps_ke
           cute::SM80_CP_ASYNC_CACHEALWAYS<std::uint64_t>::copy(
               *reinterpret_cast<const std::uint64_t*>(k_head + (t0 + r) * p.k_stride_token + c),
               *reinterpret_cast<std::uint64_t*>(&s.k_raw[r][c]));
-          cute::SM80_CP_ASYNC_CACHEALWAYS<std::uint64_t>::copy(
-              *reinterpret_cast<const std::uint64_t*>(v_head + (t0 + r) * p.v_stride_token + c),
-              *reinterpret_cast<std::uint64_t*>(&s.v_raw[r][c]));
+          if constexpr (!kWgmma)
+            cute::SM80_CP_ASYNC_CACHEALWAYS<std::uint64_t>::copy(
+                *reinterpret_cast<const std::uint64_t*>(v_head + (t0 + r) * p.v_stride_token + c),
+                *reinterpret_cast<std::uint64_t*>(&s.v_raw[r][c]));
         }
+        // kWgmma: V goes straight into its wgmma tile (free: the copies are issued after the block
+        // products), rows past len zero-filled.
+        if constexpr (kWgmma)
+          cute::SM80_CP_ASYNC_CACHEALWAYS_ZFILL<std::uint64_t>::copy(
+              *reinterpret_cast<const std::uint64_t*>(v_head + (t0 + (r < len ? r : 0)) * p.v_stride_token + c),
+              *s.v.template at<std::uint64_t>(r, c), r < len);
       }
     }
     cute::cp_async_fence();
@@ -326,7 +330,7 @@ __global__ void __launch_bounds__(kMapThreadsOf<kFp16Operands>, 1) chunk_maps_ke
       cute::cp_async_wait<0>();
       __syncthreads();  // every thread's staged rows, gates and Tinv are visible
       k_fetch.fetch_shared(&s.k_raw[0][0], len, warp, lane);
-      v_fetch.fetch_shared(&s.v_raw[0][0], len, warp, lane);
+      if constexpr (!kWgmma) v_fetch.fetch_shared(&s.v_raw[0][0], len, warp, lane);
       if (threadIdx.x < kC) gate_fetch.alpha = s.alpha_raw[threadIdx.x], gate_fetch.beta = s.beta_raw[threadIdx.x];
     } else {
       // All global loads of the block first (one round trip), then the shared-memory layouts.
@@ -335,27 +339,56 @@ __global__ void __launch_bounds__(kMapThreadsOf<kFp16Operands>, 1) chunk_maps_ke
       v_fetch.fetch(v_head, p.v_stride_token, t0, len, warp, lane);
       gate_fetch.fetch(p, t0, len, h);
     }
-    k_fetch.store(p.use_qk_l2norm, warp, lane, [&](int r, int c, float x) {
-      if constexpr (kFp16Operands) s.k[r][c] = Op::from_float(In::to_float(In::from_float(x)));  // input rounding first
-      else s.k[r][c] = In::from_float(x);
-    });
-    v_fetch.store(false, warp, lane, [&](int r, int c, float x) { s.v[r][c] = In::from_float(x); });
+    if constexpr (kWgmma) {
+      k_fetch.store4(p.use_qk_l2norm, warp, lane, [&](int r, int c, const float (&x)[4]) {
+        // input rounding first, then fp16 (exact); four elements in one 8-byte store
+        auto fp16 = [](float y) { return In::to_float(In::from_float(y)); };
+        *s.k.template at<uint2>(r, c) = make_uint2(Op::pack(fp16(x[0]), fp16(x[1])), Op::pack(fp16(x[2]), fp16(x[3])));
+      });
+      if constexpr (!kPrefetch) v_fetch.store_raw([&](int r, int c, uint2 raw) { *s.v.template at<uint2>(r, c) = raw; }, warp, lane);
+    } else {
+      k_fetch.store(p.use_qk_l2norm, warp, lane, [&](int r, int c, float x) {
+        if constexpr (kFp16Operands) *k_at(s, r, c) = Op::from_float(In::to_float(In::from_float(x)));  // input rounding first
+        else s.k[r][c] = In::from_float(x);
+      });
+      v_fetch.store(false, warp, lane, [&](int r, int c, float x) { s.v[r][c] = In::from_float(x); });
+    }
     if constexpr (!kPrefetch) cute::cp_async_wait<0>();
     gate_fetch.finish(s.gates, s.beta);  // synchronises (the staged Tinv is visible after it)
     const float g_last = s.gates[kC - 1];
-    for (int idx = threadIdx.x; idx < kC * kC; idx += kThreads) {
-      const int r = idx / kC, j = idx % kC;
-      const float t_beta = s.tinv[idx] * s.beta[j];
-      const float t_gated = t_beta * __expf(g_last - s.gates[j]);
-      if constexpr (kFp16Operands) {
-        s.t_k[0][r][j] = Op::from_float(t_beta);
-      } else {
-        s.t_k[0][r][j] = In::from_float(t_beta);
-        s.t_k[1][r][j] = In::from_float(t_beta - In::to_float(s.t_k[0][r][j]));
+    if constexpr (kWgmma) {
+      // Thread (row r0, column j) builds rows r0 + 8 i: row block i of the core-matrix tiles, one
+      // offset plus immediates (exp(gL - G_j) once per column: the same value as per element).
+      static_assert(kThreads % kC == 0 && kThreads / kC == 8, "one 8-row block of T per pass");
+      const int j = threadIdx.x % kC, r0 = threadIdx.x / kC;
+      const float beta_j = s.beta[j], ratio_j = __expf(g_last - s.gates[j]);
+      const int off = CoreTile<kC>::offset(r0, j);
+#pragma unroll 2
+      for (int i = 0; i < kC / 8; ++i) {
+        const float t_beta = s.tinv[(r0 + 8 * i) * kC + j] * beta_j;
+        const float t_gated = t_beta * ratio_j;
+        const E hi = In::from_float(t_gated);
+        const int o = off + i * CoreTile<kC>::kRowBlock;
+        *reinterpret_cast<__half*>(s.t_k.bytes + o) = Op::from_float(t_beta);
+        *reinterpret_cast<E*>(s.t_v[0].bytes + o) = hi;
+        *reinterpret_cast<E*>(s.t_v[1].bytes + o) = In::from_float(t_gated - In::to_float(hi));
       }
-      s.t_v[0][r][j] = In::from_float(t_gated);
-      s.t_v[1][r][j] = In::from_float(t_gated - In::to_float(s.t_v[0][r][j]));
+    } else {
+      for (int idx = threadIdx.x; idx < kC * kC; idx += kThreads) {
+        const int r = idx / kC, j = idx % kC;
+        const float t_beta = s.tinv[idx] * s.beta[j];
+        const float t_gated = t_beta * __expf(g_last - s.gates[j]);
+        if constexpr (kFp16Operands) {
+          s.t_k[0][r][j] = Op::from_float(t_beta);
+        } else {
+          s.t_k[0][r][j] = In::from_float(t_beta);
+          s.t_k[1][r][j] = In::from_float(t_beta - In::to_float(s.t_k[0][r][j]));
+        }
+        s.t_v[0][r][j] = In::from_float(t_gated);
+        s.t_v[1][r][j] = In::from_float(t_gated - In::to_float(s.t_v[0][r][j]));
+      }
     }
+    if constexpr (kWgmma) fence_shared_for_wgmma();  // K, V and T tiles are read by wgmma after the barrier
     __syncthreads();
     // Tinv and the staging tiles are consumed: load the next block behind this one's work.
     if constexpr (kPrefetch && !kFp16Operands)
@@ -363,7 +396,12 @@ __global__ void __launch_bounds__(kMapThreadsOf<kFp16Operands>, 1) chunk_maps_ke
     __syncwarp();  // keeps the copies apart from the products (without it the prefetch variant spills)
 
     if constexpr (kFp16Operands) {
-      block_products_fp16<In>(s, warp, lane);
+      if constexpr (kWgmma) {
+        block_products_wgmma<In>(s, warp, lane);
+        fence_shared_for_wgmma();  // the A tile is read by wgmma after the barrier
+      } else {
+        block_products_fp16<In>(s, warp, lane);
+      }
     } else {
       // A = T K (warps 0-3) and Ud = T diag(exp(gL - G)) V (warps 4-7); warp owns 16 token rows.
       // T is a hi + lo pair, K and V are exact: two products into one fp32 accumulator.
@@ -422,7 +460,8 @@ __global__ void __launch_bounds__(kMapThreadsOf<kFp16Operands>, 1) chunk_maps_ke
       // live across the block products: the 8-warp version of this kernel spilled otherwise).
       if constexpr (kPrefetch)
         if (t0 + kC < chunk_end) issue_block_copies(blk + 1);
-      compose_rows_fp16(s, acc[0], decay, rows_of_b, row0, lane);
+      if constexpr (kWgmma) compose_rows_wgmma(s, acc[0], decay, rows_of_b, row0, lane);
+      else compose_rows_fp16(s, acc[0], decay, rows_of_b, row0, lane);
     } else {
 #pragma unroll
       for (int mt = 0; mt < kTiles; ++mt) {
@@ -490,13 +529,13 @@ __global__ void __launch_bounds__(kMapThreadsOf<kFp16Operands>, 1) chunk_maps_ke
       }
 }
 
-template <CpInputType kInput, bool kPrefetch, bool kFp16Operands>
+template <CpInputType kInput, bool kPrefetch, bool kFp16Operands, bool kWgmma = false>
 void launch_chunk_maps_variant(const CpStageParams& params, cudaStream_t stream) {
   using E = typename Input<kInput>::T;
   using KE = std::conditional_t<kFp16Operands, __half, E>;
-  constexpr std::size_t smem = sizeof(ChunkMapsSmem<E, KE, kPrefetch>);
+  constexpr std::size_t smem = sizeof(ChunkMapsSmemOf<E, KE, kPrefetch, kWgmma>);
   static_assert(smem <= 227 * 1024, "chunk-map stage exceeds Hopper shared memory");
-  constexpr auto kernel = chunk_maps_kernel<kInput, kPrefetch, kFp16Operands>;
+  constexpr auto kernel = chunk_maps_kernel<kInput, kPrefetch, kFp16Operands, kWgmma>;
   // Opting in to > 48 KiB is per device; done once per process for the devices we meet.
   static OncePerDevice once;
   int device = 0;
@@ -522,6 +561,13 @@ void launch_cp_chunk_maps_fp16_operands(const CpStageParams& params, cudaStream_
   else launch_chunk_maps_variant<kInput, false, true>(params, stream);
 }
 
+// The fp16-operand variant on wgmma (instantiations/cp_maps_wgmma.cu).
+template <CpInputType kInput>
+void launch_cp_chunk_maps_wgmma(const CpStageParams& params, cudaStream_t stream) {
+  if (params.prefetch_blocks) launch_chunk_maps_variant<kInput, true, true, true>(params, stream);
+  else launch_chunk_maps_variant<kInput, false, true, true>(params, stream);
+}
+
 }  // namespace fastinfer::gdn::detail::cp
 
 namespace fastinfer::gdn::detail {
@@ -532,5 +578,9 @@ void launch_cp_chunk_maps(const CpStageParams& params, cudaStream_t stream) {
 template <CpInputType kInput>
 void launch_cp_chunk_maps_fp16_operands(const CpStageParams& params, cudaStream_t stream) {
   cp::launch_cp_chunk_maps_fp16_operands<kInput>(params, stream);
+}
+template <CpInputType kInput>
+void launch_cp_chunk_maps_wgmma(const CpStageParams& params, cudaStream_t stream) {
+  cp::launch_cp_chunk_maps_wgmma<kInput>(params, stream);
 }
 }  // namespace fastinfer::gdn::detail

@@ -78,6 +78,36 @@ __device__ inline void load_b_pair(const T* b, int row_stride, int lane, std::ui
   cute::SM75_U32x4_LDSM_N::copy(*reinterpret_cast<const cute::uint128_t*>(row), r[0], r[1], r[2], r[3]);
 }
 
+// 2^(14 - floor(log2 x)) for x >= 0 (x's exponent bits; 0 and fp32 subnormals count as 2^-127),
+// clamped to 2^+-100: multiplying a row whose largest |entry| is x by it puts that entry into
+// [2^14, 2^15), below fp16's largest finite 65504. A power of two, so scaling is exact both ways.
+// ref::gdn_cp_chunk_maps_mirror computes the same scale.
+__device__ inline float fp16_row_scale(float max_abs) {
+  const int biased = static_cast<int>((__float_as_uint(max_abs) >> 23) & 0xffu);
+  const int e = max(-100, min(100, 141 - biased));  // 14 - (biased - 127)
+  return __uint_as_float(static_cast<unsigned>(e + 127) << 23);
+}
+__device__ inline float inverse_pow2(float scale) {  // 1 / scale, exact for fp16_row_scale's values
+  return __uint_as_float((254u << 23) - __float_as_uint(scale));
+}
+
+// Maximum over the 4 lanes of a quad (the lanes that hold one row of an MMA fragment).
+__device__ inline float quad_max(float x) {
+  x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
+  return fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
+}
+
+// ldmatrix.x4.trans from per-lane row addresses (`lane_row`: the 16 bytes this lane supplies),
+// for callers that address the tile element by element (k_at in cp_chunk_maps_sm90.cuh).
+template <class T>
+__device__ inline void ldsm_x4_trans(const T* lane_row, std::uint32_t (&r)[4]) {
+  cute::SM75_U16x8_LDSM_T::copy(*reinterpret_cast<const cute::uint128_t*>(lane_row), r[0], r[1], r[2], r[3]);
+}
+
+__device__ inline std::uint32_t smem_address_of(const void* p) {
+  return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
+}
+
 __device__ inline std::int64_t seq_offset(const CpStageParams& p, int i) {
   return p.offsets_are_int64 ? static_cast<const std::int64_t*>(p.cu_seqlens)[i]
                              : static_cast<const std::int32_t*>(p.cu_seqlens)[i];
@@ -114,6 +144,34 @@ struct BlockRowsFetch {
       const int r = warp + i * kWarps;
       raw[i] = r < len ? *reinterpret_cast<const uint2*>(tile + r * kD + lane * 4) : make_uint2(0u, 0u);
     }
+  }
+
+  // The lane's four elements of each row at once: store4(row, first column, x[4]).
+  template <class Store4>
+  __device__ void store4(bool normalise, int warp, int lane, Store4 store4) const {
+#pragma unroll
+    for (int i = 0; i < kRows; ++i) {
+      const typename In::T* e = reinterpret_cast<const typename In::T*>(&raw[i]);
+      float x[4];
+#pragma unroll
+      for (int j = 0; j < 4; ++j) x[j] = In::to_float(e[j]);
+      if (normalise) {
+        float sum = x[0] * x[0] + x[1] * x[1] + x[2] * x[2] + x[3] * x[3];
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+        const float inv = rsqrtf(sum + 1e-6f);
+#pragma unroll
+        for (int j = 0; j < 4; ++j) x[j] *= inv;
+      }
+      store4(warp + i * kWarps, lane * 4, x);
+    }
+  }
+
+  // The rows as loaded (no conversion): store_raw(row, first column, the lane's 8 bytes).
+  template <class StoreRaw>
+  __device__ void store_raw(StoreRaw store_raw, int warp, int lane) const {
+#pragma unroll
+    for (int i = 0; i < kRows; ++i) store_raw(warp + i * kWarps, lane * 4, raw[i]);
   }
 
   template <class Store>
