@@ -8,36 +8,36 @@
 namespace fastinfer::gemm::detail {
 namespace fused {
 
-// A fragment of one k16 step from word x (byte i = the two codes of A register i, low nibble =
-// lower k). Magnitudes from two prmt byte tables holding bf16(e2m1 * 2^120); scales are
-// bf16(sf * 2^-120) (a shifted e4m3 byte: e4m3 subnormals become exact bf16 subnormals), so each
-// product e2m1 * sf is exact and normal. s_g / s_g8: the scale pair of rows g / g + 8.
+// Decoded weights are e2m1 * sf * 2^-kDecodeExponent (exact: at most 2 x 4 significant bits, and
+// normal in bf16 for every code and finite e4m3 scale); the epilogue multiplies alpha by this.
+inline constexpr float kDecodeCompensation = 256.0f;  // 2^kDecodeExponent, kDecodeExponent = 8
+
+// A fragment of one k16 step from word x: byte 0 / 2 = codes of row g, byte 1 / 3 = row g + 8, each
+// byte's low nibble the lower storage k. Register i takes nibbles n and n + 4 (n = 0, 2, 1, 3 for
+// A registers 0..3), so one shift per half places both codes: a code c = (sign, e1 e0 m) put at
+// bf16 bits 15 and 8..6 is the bf16 number e2m1(c) * 2^-126 (e1 e0 = exponent field, m = the top
+// mantissa bit; the subnormal codes 0, 0.5 come out as bf16 zero / subnormal). The image pass
+// orders the activations to match (wgmma k 2t + 8h + e <- storage k 16t + 4j + h + 2e). Scales:
+// s_g / s_g8 = bf16(sf * 2^(126 - kDecodeExponent)) pairs of rows g / g + 8; products are exact.
 __device__ __forceinline__ void decode_fragment(std::uint32_t x, std::uint32_t s_g, std::uint32_t s_g8,
                                                 std::uint32_t (&a)[4]) {
-  constexpr std::uint32_t kHigh0to3 = 0x7B7B7B00u, kHigh4to7 = 0x7C7C7C7Cu;
-  constexpr std::uint32_t kLow0to3 = 0xC0800000u, kLow4to7 = 0xC0804000u;
-#pragma unroll
-  for (int half = 0; half < 2; ++half) {
-    const std::uint32_t s = x >> (16 * half);  // codes of registers 2 half, 2 half + 1
-    const std::uint32_t index = s & 0x7777u;   // magnitudes (bit 3 of a prmt selector must stay 0)
-    const std::uint32_t high = prmt(kHigh0to3, kHigh4to7, index);
-    const std::uint32_t low = prmt(kLow0to3, kLow4to7, index);
-    const std::uint32_t r0 = prmt(low, high, 0x5140u) | ((s << 12) & 0x8000u) | ((s << 24) & 0x80000000u);
-    const std::uint32_t r1 = prmt(low, high, 0x7362u) | ((s << 4) & 0x8000u) | ((s << 16) & 0x80000000u);
-    a[2 * half] = mul_bf16x2(r0, s_g);       // row g
-    a[2 * half + 1] = mul_bf16x2(r1, s_g8);  // row g + 8
-  }
+  constexpr std::uint32_t kMagnitude = 0x01C001C0u, kSign = 0x80008000u;
+  a[0] = mul_bf16x2(((x << 6) & kMagnitude) | ((x << 12) & kSign), s_g);   // nibbles 0, 4: row g, k 2t, 2t+1
+  a[1] = mul_bf16x2(((x >> 2) & kMagnitude) | ((x << 4) & kSign), s_g8);   // nibbles 2, 6: row g + 8
+  a[2] = mul_bf16x2(((x << 2) & kMagnitude) | ((x << 8) & kSign), s_g);    // nibbles 1, 5: row g, k 2t+8, 2t+9
+  a[3] = mul_bf16x2(((x >> 6) & kMagnitude) | (x & kSign), s_g8);          // nibbles 3, 7: row g + 8
 }
 
 // A consumer lane's decode inputs of one stage: its 8 code bytes of rows g and g + 8 and their
-// scale pairs bf16(sf * 2^-120) (one block scale per lane and stage, see the k order below).
+// scale pairs bf16(sf * 2^118) (one block scale per lane and stage, see the k order below).
 struct StageCodes {
   uint2 w0, w8;
   std::uint32_t s_g, s_g8;
 };
 
-// K order of the image pass: step j, logical k (2t, 2t+1, 2t+8, 2t+9) = physical 16t + 4j + 0..3,
-// so the lane's 16 codes per row are bytes 8t .. 8t+7 (one 8-byte load) under one block scale (t).
+// K order of the image pass: step j, wgmma k (2t, 2t+1, 2t+8, 2t+9) = storage k 16t + 4j + (0, 2,
+// 1, 3), so the lane's 16 codes per row are bytes 8t .. 8t+7 (one 8-byte load) under one block
+// scale (t).
 __device__ __forceinline__ StageCodes load_stage_codes(const unsigned char* codes, int row_g, int t, int sw) {
   const std::uint8_t* scales = codes + kCodeBytes;
   const std::uint32_t sc_g = *reinterpret_cast<const std::uint32_t*>(scales + row_g * 4);
@@ -46,9 +46,12 @@ __device__ __forceinline__ StageCodes load_stage_codes(const unsigned char* code
   StageCodes c;
   c.w0 = *reinterpret_cast<const uint2*>(codes + row_g * 32 + offset);
   c.w8 = *reinterpret_cast<const uint2*>(codes + (row_g + 8) * 32 + offset);
-  // bf16(sf * 2^-120) = (e4m3 & 0x7f) << 4 for rows g and g + 8, then each duplicated to a pair.
+  // bf16(sf * 2^-120) = (e4m3 & 0x7f) << 4 for rows g and g + 8 (e4m3 subnormals become exact bf16
+  // subnormals), times 2^119 twice (exact: powers of two, normal results) = sf * 2^(126 - 8).
   const std::uint32_t sf = (prmt(sc_g, sc_g8, static_cast<std::uint32_t>(t | ((t + 4) << 8))) << 4) & 0x07F007F0u;
-  c.s_g = prmt(sf, 0u, 0x1010u), c.s_g8 = prmt(sf, 0u, 0x3232u);
+  constexpr std::uint32_t kTwoTo119 = 0x7B007B00u;  // bf16x2(2^119)
+  const std::uint32_t scaled = mul_bf16x2(mul_bf16x2(sf, kTwoTo119), kTwoTo119);
+  c.s_g = prmt(scaled, 0u, 0x1010u), c.s_g8 = prmt(scaled, 0u, 0x3232u);
   return c;
 }
 

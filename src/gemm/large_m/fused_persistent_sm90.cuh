@@ -188,7 +188,8 @@ void run_fused_persistent_sm90(const LargeMParams& p, void* workspace, int ctas,
   const int token_blocks = (p.m + Tokens - 1) / Tokens;
   fused::launch_image_pass<Tokens>(p, layout.image, layout.flags, ctas, stream);
 
-  fused::PersistentParams kp{{layout.image, p.w_packed, p.w_scales, p.out, p.m, p.n, p.k, p.ldo, p.alpha * p.w_dequant,
+  fused::PersistentParams kp{{layout.image, p.w_packed, p.w_scales, p.out, p.m, p.n, p.k, p.ldo,
+                              p.alpha * p.w_dequant * fused::kDecodeCompensation,
                               p.out_dtype == DType::kFloat16},
                              layout.flags, static_cast<float4*>(layout.partials), token_blocks, ctas};
   cudaLaunchAttribute pdl;

@@ -137,8 +137,9 @@ __global__ void __launch_bounds__(kThreads, 1) fused_wgmma_kernel(const Params p
 // Activation image: unit (block, chunk, token r, 16-byte piece c) = 8 values of a[block*Tokens + r]
 // in chunk `chunk`, stored at piece c ^ (r % 8) of its 128-byte row (the 128-byte swizzle); zeros
 // past M.
-// The k order inside a chunk is permuted: piece c holds logical k 8c .. 8c+7, i.e. of step j = c / 2,
-// half h = c % 2, the pairs at physical 16t + 4j + 2h (t = 0..3), matching the weight lanes' bytes.
+// The k order inside a chunk is permuted: piece c holds wgmma k 8c .. 8c+7, i.e. of step j = c / 2,
+// half h = c % 2, for t = 0..3 the storage k 16t + 4j + h and 16t + 4j + h + 2, matching the
+// weight lanes' decode (decode_fragment).
 // Threads u < flag_count also zero the persistent form's flags (none for the other forms).
 template <int Tokens>
 __global__ void __launch_bounds__(256) fused_image_kernel(const __nv_bfloat16* __restrict__ a, int m, int lda,
@@ -154,12 +155,16 @@ __global__ void __launch_bounds__(256) fused_image_kernel(const __nv_bfloat16* _
   const long long token = tile / kc_count * Tokens + r;
   uint4 v = make_uint4(0, 0, 0, 0);
   if (token < m) {
-    const __nv_bfloat16* row = a + token * lda + chunk * kFusedChunkK;
-    const int base = 4 * (c >> 1) + 2 * (c & 1);
-    v.x = *reinterpret_cast<const std::uint32_t*>(row + base);
-    v.y = *reinterpret_cast<const std::uint32_t*>(row + base + 16);
-    v.z = *reinterpret_cast<const std::uint32_t*>(row + base + 32);
-    v.w = *reinterpret_cast<const std::uint32_t*>(row + base + 48);
+    // Piece c = step j = c / 2, half h = c % 2: per t the pair (storage k 16t + 4j + h, + 2).
+    const __nv_bfloat16* row = a + token * lda + chunk * kFusedChunkK + 4 * (c >> 1);
+    const std::uint32_t pick = (c & 1) ? 0x7632u : 0x5410u;
+    std::uint32_t w[4];
+#pragma unroll
+    for (int t = 0; t < 4; ++t) {
+      const uint2 q = *reinterpret_cast<const uint2*>(row + 16 * t);  // storage k 16t + 4j + 0..3
+      w[t] = prmt(q.x, q.y, pick);
+    }
+    v = make_uint4(w[0], w[1], w[2], w[3]);
   }
   image[(tile * Tokens + r) * 8 + (c ^ (r % 8))] = v;
 }
@@ -212,7 +217,8 @@ void run_fused_wgmma_sm90(const LargeMParams& p, void* image, Stream stream) {
   const int token_blocks = (p.m + Tokens - 1) / Tokens;
   fused::launch_image_pass<Tokens>(p, image, nullptr, 0, stream);
 
-  fused::Params kp{image, p.w_packed, p.w_scales, p.out, p.m, p.n, p.k, p.ldo, p.alpha * p.w_dequant,
+  fused::Params kp{image, p.w_packed, p.w_scales, p.out, p.m, p.n, p.k, p.ldo,
+                   p.alpha * p.w_dequant * fused::kDecodeCompensation,
                    p.out_dtype == DType::kFloat16};
   const int row_blocks = (p.n + kFusedRows - 1) / kFusedRows;
   cudaLaunchAttribute pdl;
