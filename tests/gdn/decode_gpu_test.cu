@@ -204,6 +204,8 @@ std::vector<GpuCase> gpu_cases() {
     x.shape.gate = bf16; x.shape.head_gate = bf16; c.push_back(x); }
   { GpuCase x{"B512_T1_16x32_f32_padded", shape(512, 1, 16, 32, f32)}; x.shape.padded = 5; c.push_back(x); }
   { GpuCase x{"B512_T4_16x32_bf16", shape(512, 4, 16, 32, bf16)}; c.push_back(x); }
+  // One token on a bf16 pool from 32 states per SM: the heuristic's 16-warp pipelined tactic.
+  { GpuCase x{"B512_T1_16x32_bf16_outofplace", shape(512, 1, 16, 32, bf16)}; x.shape.out_of_place = true; c.push_back(x); }
   { GpuCase x{"B512_T2_16x32_bf16_verify", shape(512, 2, 16, 32, bf16)}; x.disable_update = true; c.push_back(x); }
   return c;
 }
