@@ -85,6 +85,19 @@ constexpr std::int64_t kFusedToM = 512;
 // M = 256 while the CTAs fit one wave (else 256 tokens: 6144 x 4096 M = 256 took 0.0567 ms with 128
 // tokens x 2, 192 CTAs, in the dccb769 run vs 0.0453 with 256 x 2 in the sweep).
 constexpr int kFusedMinCtasForK2 = 32;
+// Session 5 (fp4m2's sweep at 5cdf062, docs/GEMM_LARGE_M.md): below kSmallMWideToN the persistent
+// stream-K tactics (one CTA per SM, equal (tile, k64) shares) beat the cluster K split with 64-token
+// tiles on every shape (4096 x 14336 M = 64: 0.0452 vs 0.0703 ms) and with 128-token tiles while
+// those number <= 32 CTAs (4096 x 14336 M = 128: 0.0537 vs 0.0764; 4096 x 4096 M = 128: 0.0284 vs
+// 0.0324; 2048 x 7168 M = 256: 0.0372 vs 0.0470); at 64 CTAs the K split stays (4096 x 4096 M = 256:
+// 0.0324 vs 0.0364).
+constexpr int kStreamKMaxCtas = 32;
+// And at 48 < M <= 64 below kSmallMWideToN, over small-M streaming on the larger weights (same
+// sweep vs the session-4 small-M defaults: 6144 x 4096 M = 64 0.0263 vs 0.038 ms, 4096 x 14336
+// 0.0452 vs 0.051), not on the smaller ones (4096 x 4096: 0.0234 vs 0.0202; 2048 x 7168: 0.0249 vs
+// 0.0204). Measured at M = 64 only; the band stops at 48, where small-M needs 8 fewer tokens per pass.
+constexpr std::int64_t kStreamKOverSmallMFromM = 48;
+constexpr std::int64_t kStreamKOverSmallMMinWeights = std::int64_t{24} << 20;  // 6144 x 4096
 }  // namespace
 
 int MmRunner::token_tiles(std::int64_t m) { return m <= 8 ? 1 : m <= 16 ? 2 : m <= 32 ? 4 : 8; }
@@ -247,6 +260,10 @@ int MmRunner::compute_default_tactic(std::int64_t m) const {
     const int id = persistent_tactic(m, kPersistDefault[0], kPersistDefault[1], kPersistDefault[2]);
     if (id >= 0) return id;
   }
+  if (m > kStreamKOverSmallMFromM && m <= kMidMToM && n_ < kSmallMWideToN && n_ * k_ >= kStreamKOverSmallMMinWeights) {
+    const int fused = default_fused_tactic(m);
+    if (fused >= 0) return fused;
+  }
   if (m <= kMidMFromM || (m <= kMidMToM && n_ < kSmallMWideToN)) return default_small_m_tactic(m);
   if (m <= kFusedToM) {
     const int fused = default_fused_tactic(m);
@@ -302,11 +319,13 @@ int MmRunner::default_fused_tactic(std::int64_t m) const {
   int split = 1;  // compiled splits: 64 tokens x {1, 4}, 128 x {1, 2, 4}, 256 x {1, 2}
   if (!wide) split = tokens == 64 || (tokens == 128 && ctas < kFusedMinCtasForK2) ? 4 : 2;
   const bool pingpong = wide && tokens >= 128;
+  const bool stream_k = !wide && (tokens == 64 || (tokens == 128 && ctas <= kStreamKMaxCtas));
   for (int i = 0; i < tactic_count(); ++i) {
     const MmTactic& t = tactics_[static_cast<std::size_t>(i)];
-    if (t.large_m && t.large->algo == LargeMAlgo::kFusedWgmma && t.large->tile_m == tokens &&
-        t.large->split_k == split && t.large->pingpong == pingpong && can_run(t, m))
-      return i;
+    if (!t.large_m || t.large->algo != LargeMAlgo::kFusedWgmma || t.large->tile_m != tokens || t.large->interleave ||
+        t.large->persistent != stream_k || !can_run(t, m))
+      continue;
+    if (stream_k || (t.large->split_k == split && t.large->pingpong == pingpong)) return i;
   }
   return -1;
 }
