@@ -32,12 +32,16 @@ struct DeviceTensor {
     const std::size_t bytes = static_cast<std::size_t>(host.numel()) * host.element_size();
     FASTINFER_CUDA_CHECK(cudaMalloc(&ptr, bytes));
     FASTINFER_CUDA_CHECK(cudaMemcpy(ptr, host.data, bytes, cudaMemcpyHostToDevice));
+    // A pageable cudaMemcpy (and cudaMemset) may still run on the legacy stream when it returns;
+    // the tests' non-blocking streams do not wait for it.
+    FASTINFER_CUDA_CHECK(cudaStreamSynchronize(cudaStreamLegacy));
     view.data = ptr;
     view.device = Device::cuda(0);
   }
   void upload(const TensorView& host) {
     FASTINFER_CUDA_CHECK(cudaMemcpy(ptr, host.data, static_cast<std::size_t>(host.numel()) * host.element_size(),
                                     cudaMemcpyHostToDevice));
+    FASTINFER_CUDA_CHECK(cudaStreamSynchronize(cudaStreamLegacy));
   }
   ~DeviceTensor() { if (ptr) cudaFree(ptr); }
   DeviceTensor(const DeviceTensor&) = delete;
@@ -293,6 +297,7 @@ TEST_F(GdnCpGpu, ConcurrentStreamsEqualSequentialRuns) {
   const auto seq1 = download(f1, elems), seq2 = download(f2, elems);
   FASTINFER_CUDA_CHECK(cudaMemset(f1, 0xff, elems * 4));
   FASTINFER_CUDA_CHECK(cudaMemset(f2, 0xff, elems * 4));
+  FASTINFER_CUDA_CHECK(cudaStreamSynchronize(cudaStreamLegacy));
   for (int rep = 0; rep < 3; ++rep) {  // interleaved launches on two streams
     gdn::detail::run_cp_stages(d1.args, {Device::cuda(0), s1}, options, f1);
     gdn::detail::run_cp_stages(d2.args, {Device::cuda(0), s2}, options, f2);
@@ -330,10 +335,12 @@ TEST_F(GdnCpGpu, GraphReplayWithNewInputsEqualsEager) {
   d.alpha.upload(fresh.alpha);
   d.beta.upload(fresh.beta);
   FASTINFER_CUDA_CHECK(cudaMemset(f, 0xff, elems * 4));
+  FASTINFER_CUDA_CHECK(cudaStreamSynchronize(cudaStreamLegacy));
   FASTINFER_CUDA_CHECK(cudaGraphLaunch(exec, s));
   FASTINFER_CUDA_CHECK(cudaStreamSynchronize(s));
   const auto replayed = download(f, elems);
   FASTINFER_CUDA_CHECK(cudaMemset(f, 0xff, elems * 4));
+  FASTINFER_CUDA_CHECK(cudaStreamSynchronize(cudaStreamLegacy));
   gdn::detail::run_cp_stages(d.args, ctx, options, f);
   FASTINFER_CUDA_CHECK(cudaStreamSynchronize(s));
   EXPECT_EQ(replayed, download(f, elems));

@@ -41,6 +41,8 @@ struct DeviceTensor {
     if (h.nbytes() == 0) return;
     EXPECT_EQ(cudaMalloc(&ptr, h.nbytes()), cudaSuccess);
     EXPECT_EQ(cudaMemcpy(ptr, h.data(), h.nbytes(), cudaMemcpyHostToDevice), cudaSuccess);
+    // The copy may still run on the legacy stream; tests on non-blocking streams must not race it.
+    EXPECT_EQ(cudaStreamSynchronize(cudaStreamLegacy), cudaSuccess);
     view.data = ptr;
     view.device = Device::cuda(0);
   }

@@ -23,7 +23,7 @@ class DeviceTensor {
  public:
   explicit DeviceTensor(const HostTensor& h) : view_(h.view()) {
     FASTINFER_CUDA_CHECK(cudaMalloc(&ptr_, h.nbytes() ? h.nbytes() : 16));
-    FASTINFER_CUDA_CHECK(cudaMemcpy(ptr_, h.data(), h.nbytes(), cudaMemcpyHostToDevice));
+    upload(h);
     view_.data = ptr_;
     view_.device = Device::cuda(0);
   }
@@ -31,7 +31,12 @@ class DeviceTensor {
   DeviceTensor(const DeviceTensor&) = delete;
   DeviceTensor& operator=(const DeviceTensor&) = delete;
   const TensorView& view() const { return view_; }
-  void upload(const HostTensor& h) { FASTINFER_CUDA_CHECK(cudaMemcpy(ptr_, h.data(), h.nbytes(), cudaMemcpyHostToDevice)); }
+  // Waits for the copy: a pageable cudaMemcpy may still run on the legacy stream when it returns,
+  // and ops on non-blocking streams do not wait for that stream.
+  void upload(const HostTensor& h) {
+    FASTINFER_CUDA_CHECK(cudaMemcpy(ptr_, h.data(), h.nbytes(), cudaMemcpyHostToDevice));
+    FASTINFER_CUDA_CHECK(cudaStreamSynchronize(cudaStreamLegacy));
+  }
   void copy_to(HostTensor& h) const { FASTINFER_CUDA_CHECK(cudaMemcpy(h.data(), ptr_, h.nbytes(), cudaMemcpyDeviceToHost)); }
 
  private:
