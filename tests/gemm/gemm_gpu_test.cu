@@ -281,13 +281,16 @@ TEST_F(GemmGpu, DecodeIsExactForEveryCodeAndScale) {
 }
 
 // The heuristic's mid-M range (docs/GEMM_LARGE_M.md): fused wgmma from M = 65 to 512 (and at M = 64
-// on a wide N), the decode pass + GEMM from M = 1024; the fused tile follows M and N.
+// on a wide N or a large narrow weight), the decode pass + GEMM from M = 1024; the fused tile follows
+// M and N, with the persistent stream-K split below N = 16384 for 64-token tiles and for up to 32
+// CTAs of 128 tokens (mm_runner.cpp).
 TEST_F(GemmGpu, DefaultTacticIsFusedAtMidM) {
   struct Case { std::int64_t n, k, m; const char* want; };
   const Case cases[] = {{28672, 4096, 64, "fused_wgmma_64x128x64"},      {28672, 4096, 128, "fused_wgmma_128x128x64_pp"},
                         {28672, 4096, 256, "fused_wgmma_256x128x64_pp"}, {28672, 4096, 512, "fused_wgmma_256x128x64_pp"},
-                        {4096, 14336, 128, "fused_wgmma_128x128x64_k2"}, {4096, 14336, 512, "fused_wgmma_256x128x64_k2"},
-                        {2048, 7168, 128, "fused_wgmma_128x128x64_k4"},  {4096, 4096, 256, "fused_wgmma_128x128x64_k2"},
+                        {4096, 14336, 128, "fused_wgmma_128x128x64_sk"}, {4096, 14336, 512, "fused_wgmma_256x128x64_k2"},
+                        {2048, 7168, 128, "fused_wgmma_128x128x64_sk"},  {2048, 7168, 256, "fused_wgmma_128x128x64_sk"},
+                        {4096, 4096, 256, "fused_wgmma_128x128x64_k2"},  {6144, 4096, 64, "fused_wgmma_64x128x64_sk"},
                         {6144, 4096, 256, "fused_wgmma_256x128x64_k2"},  {28672, 4096, 1024, "dequant_gemm"}};
   for (const Case& c : cases) {
     auto runner = gemm::detail::mm_runner_for(0, DType::kBFloat16, c.n, c.k);
