@@ -12,8 +12,7 @@ MODE=all
 case "${1:-}" in --tests-only) MODE=tests; shift ;; --bench-only) MODE=bench; shift ;; esac
 FILTER=${1:-}
 
-# $OUT comes back as at most 8 files: build.log, tests.log, bench.json, bench.txt, bench.png and the
-# host-cost JSONs.
+# $OUT comes back as at most 8 files: build.log, tests.log, bench.json, bench.txt, bench.png.
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader
 start=$(date +%s)
 scripts/setup.sh --offline >"$OUT/build.log" 2>&1 &&
@@ -40,13 +39,9 @@ if [[ $MODE != tests ]]; then
   FASTINFER_COMMIT=${FASTINFER_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)} \
     "$FASTINFER_BUILD_DIR/bench/fastinfer_bench" "${BENCH_ROUTINE:-all}" ${BENCH_ARGS:-} --json "$OUT/bench.json" >"$OUT/bench.txt" 2>&1
   bench_rc=$?
-  # Python per-call host cost of every op next to the C++ one (issue 8). Both are re-measured here,
-  # back to back on one pinned core: host timings of separate, unpinned runs differ by ~1 us.
+  # Python per-call host cost of every op next to the C++ numbers just measured (issue 9).
   if [[ -f "$FASTINFER_BUILD_DIR/python/fastinfer/__init__.py" ]]; then
-    pin=""; command -v taskset >/dev/null && pin="taskset -c 1"
-    $pin "$FASTINFER_BUILD_DIR/bench/fastinfer_bench" host_overhead --json "$OUT/host_overhead_cpp.json" >/dev/null 2>&1 ||
-      echo "gpu-check: pinned C++ host_overhead failed" >>"$OUT/bench.txt"
-    PYTHONPATH="$PWD/$FASTINFER_BUILD_DIR/python" $pin python3 python/bench/host_overhead.py --cpp "$OUT/host_overhead_cpp.json" \
+    PYTHONPATH="$PWD/$FASTINFER_BUILD_DIR/python" python3 python/bench/host_overhead.py --cpp "$OUT/bench.json" \
       --json "$OUT/host_overhead_python.json" >>"$OUT/bench.txt" 2>&1 || echo "gpu-check: python host_overhead failed" >>"$OUT/bench.txt"
     # Where a Python call's host time goes (argument import, stream look-up, wrapper, allocation).
     PYTHONPATH="$PWD/$FASTINFER_BUILD_DIR/python" python3 python/bench/host_breakdown.py >>"$OUT/bench.txt" 2>&1 ||
