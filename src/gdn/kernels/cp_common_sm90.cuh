@@ -174,25 +174,13 @@ struct BlockRowsFetch {
     for (int i = 0; i < kRows; ++i) store_raw(warp + i * kWarps, lane * 4, raw[i]);
   }
 
+  // One element at a time: store(row, column, x).
   template <class Store>
   __device__ void store(bool normalise, int warp, int lane, Store store) const {
+    store4(normalise, warp, lane, [&](int row, int col, const float (&x)[4]) {
 #pragma unroll
-    for (int i = 0; i < kRows; ++i) {
-      const typename In::T* e = reinterpret_cast<const typename In::T*>(&raw[i]);
-      float x[4];
-#pragma unroll
-      for (int j = 0; j < 4; ++j) x[j] = In::to_float(e[j]);
-      if (normalise) {
-        float sum = x[0] * x[0] + x[1] * x[1] + x[2] * x[2] + x[3] * x[3];
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
-        const float inv = rsqrtf(sum + 1e-6f);
-#pragma unroll
-        for (int j = 0; j < 4; ++j) x[j] *= inv;
-      }
-#pragma unroll
-      for (int j = 0; j < 4; ++j) store(warp + i * kWarps, lane * 4 + j, x[j]);
-    }
+      for (int j = 0; j < 4; ++j) store(row, col + j, x[j]);
+    });
   }
 };
 
