@@ -102,35 +102,36 @@ __device__ __forceinline__ const Element* head_rows(const void* base, int head, 
   return static_cast<const Element*>(base) + static_cast<std::int64_t>(head) * heads / p.num_state_heads * stride_head;
 }
 
-// The precomputed Tinv of the chunk at token0 of item w (the row rule of
-// PrefillParams::chunk_inverse), or nullptr. Producer and consumers both ask (the consumers build
-// T_g where it is loaded).
-__device__ __forceinline__ const float* chunk_inverse_of(const PrefillParams& p, const WorkItem& w, std::int64_t token0) {
-  if (p.chunk_inverse == nullptr) return nullptr;
+// The row of the chunk at token0 of item w in the precomputed T tables (the row rule of
+// PrefillParams::chunk_inverse); false for a chunk of a CP segment past the plan (it solves).
+__device__ __forceinline__ bool precomputed_row_of(const PrefillParams& p, const WorkItem& w, std::int64_t token0,
+                                                   std::int64_t& row) {
   const std::int64_t chunk = (token0 - w.bos) / FastConfig::kChunk;
-  std::int64_t row;
   if (p.segment_offsets != nullptr) {
-    if (chunk >= p.chunk_inverse_segment_blocks) return nullptr;
+    if (chunk >= p.chunk_inverse_segment_blocks) return false;
     row = w.row * p.chunk_inverse_segment_blocks + chunk;
   } else {
     row = w.bos / FastConfig::kChunk + w.row + chunk;
   }
+  return true;
+}
+
+// The precomputed Tinv of the chunk at token0 of item w, or nullptr. Producer and consumers both
+// ask (the consumers build T_g where it is loaded).
+__device__ __forceinline__ const float* chunk_inverse_of(const PrefillParams& p, const WorkItem& w, std::int64_t token0) {
+  if (p.chunk_inverse == nullptr) return nullptr;
+  std::int64_t row;
+  if (!precomputed_row_of(p, w, token0, row)) return nullptr;
   return p.chunk_inverse + (row * p.num_state_heads + w.head) * (FastConfig::kChunk * FastConfig::kChunk);
 }
 
-// The precomputed T_g hi + lo of the chunk at token0 of item w (PrefillParams::chunk_t_gated, the
-// row rule of chunk_inverse), or nullptr.
+// The precomputed T_g hi + lo of the chunk at token0 of item w (PrefillParams::chunk_t_gated), or
+// nullptr.
 template <class Element>
 __device__ __forceinline__ const Element* chunk_t_gated_of(const PrefillParams& p, const WorkItem& w, std::int64_t token0) {
   if (p.chunk_t_gated == nullptr) return nullptr;
-  const std::int64_t chunk = (token0 - w.bos) / FastConfig::kChunk;
   std::int64_t row;
-  if (p.segment_offsets != nullptr) {
-    if (chunk >= p.chunk_inverse_segment_blocks) return nullptr;
-    row = w.row * p.chunk_inverse_segment_blocks + chunk;
-  } else {
-    row = w.bos / FastConfig::kChunk + w.row + chunk;
-  }
+  if (!precomputed_row_of(p, w, token0, row)) return nullptr;
   return static_cast<const Element*>(p.chunk_t_gated) + (row * p.num_state_heads + w.head) * (2 * FastConfig::kChunk * FastConfig::kChunk);
 }
 
