@@ -99,6 +99,22 @@ struct ChunkOutput {
   float scale;
 };
 
+// The output accumulators (eight m16n8 C tiles over the chunk's 64 tokens) times e^{G_t} per token.
+__device__ __forceinline__ void gate_token_columns(float (&acc)[8][4], const float* exp_g, int quad) {
+#pragma unroll
+  for (int n = 0; n < 8; ++n)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) acc[n][i] *= exp_g[8 * n + 2 * quad + i % 2];
+}
+
+// The state decayed over the whole chunk: S *= e^{G_63}.
+__device__ __forceinline__ void decay_state(StateFragment& state, float decay) {
+#pragma unroll
+  for (int n = 0; n < kStateTiles; ++n)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) state[n][i] *= decay;
+}
+
 __device__ __forceinline__ void consumer_sync() {
   named_barrier_sync(FastConfig::kConsumerBarrier, FastConfig::kConsumerThreads);
 }
@@ -212,10 +228,7 @@ __device__ __forceinline__ void consume_chunk(StateFragment& state, unsigned cha
 
   // O^T = (S Q^T) diag(e^G) + U^T P^T.
   state_times_rows<kType>(acc, state, q, lane);
-#pragma unroll
-  for (int n = 0; n < 8; ++n)
-#pragma unroll
-    for (int i = 0; i < 4; ++i) acc[n][i] *= exp_g[8 * n + 2 * quad + i % 2];
+  gate_token_columns(acc, exp_g, quad);
   times_lower_transposed<kType>(acc, ua, p_tile, lane);
   store_output<kType>(acc, out, smem, warp, lane);
 
@@ -223,11 +236,7 @@ __device__ __forceinline__ void consume_chunk(StateFragment& state, unsigned cha
   // U_d exceeded FlashInfer's state tolerance, docs/GDN_PREFILL.md "Known gap"): B = K[t][d] as
   // [k][n] through ldmatrix.trans (matrix mat covers t +8 (mat % 2), d +8 (mat / 2)), shared by
   // both products. Blocks of 16 padded tokens are skipped (their U is 0).
-  const float decay = exp_g[Cfg::kChunk - 1];
-#pragma unroll
-  for (int n = 0; n < kStateTiles; ++n)
-#pragma unroll
-    for (int i = 0; i < 4; ++i) state[n][i] *= decay;
+  decay_state(state, exp_g[Cfg::kChunk - 1]);
   const int k_row = row + 8 * (mat % 2), k_col = 8 * (mat / 2);
 #pragma unroll
   for (int kb = 0; kb < 4; ++kb) {

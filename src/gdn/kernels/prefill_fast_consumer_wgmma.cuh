@@ -96,10 +96,7 @@ __device__ __forceinline__ void consume_chunk_wgmma(StateFragment& state, unsign
 
   // O^T = (S Q^T) diag(e^G) + U^T P^T.
   state_times_rows_wgmma<kType>(acc, state, stage_address + FastSmem::kQ);
-#pragma unroll
-  for (int n = 0; n < 8; ++n)
-#pragma unroll
-    for (int i = 0; i < 4; ++i) acc[n][i] *= exp_g[8 * n + 2 * quad + i % 2];
+  gate_token_columns(acc, exp_g, quad);
   fence_fragments(ua);
   fence_accumulator(acc);
   cute::warpgroup_arrive();
@@ -113,11 +110,7 @@ __device__ __forceinline__ void consume_chunk_wgmma(StateFragment& state, unsign
   // S = e^{G_63} S + U_d^T K (U_d = hi + lo; B = K[t][d] as an MN-major operand [k = t][n = d]:
   // step kb from row 16 kb, the 64-column halves 8 KiB apart). Blocks of 16 padded tokens are
   // skipped (their U is 0).
-  const float decay = exp_g[Cfg::kChunk - 1];
-#pragma unroll
-  for (int n = 0; n < kStateTiles; ++n)
-#pragma unroll
-    for (int i = 0; i < 4; ++i) state[n][i] *= decay;
+  decay_state(state, exp_g[Cfg::kChunk - 1]);
   fence_fragments(uda);
   fence_fragments(uda_lo);
   fence_accumulator(state);
