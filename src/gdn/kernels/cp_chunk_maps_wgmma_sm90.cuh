@@ -168,13 +168,8 @@ __device__ inline void compose_rows_wgmma(const Smem& s, float (&acc)[16][4], fl
   using Z128 = cute::SM90::GMMA::MMA_64x128x16_F32F16F16_RS<cute::SM90::GMMA::Major::K, cute::SM90::GMMA::Major::MN>;
   using Op = Input<CpInputType::kFloat16>;
   const int g = lane / 4, t = lane % 4;
-  float row_max[2] = {0.f, 0.f};  // rows g and g + 8
-#pragma unroll
-  for (int nt = 0; nt < 16; ++nt)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) row_max[e / 2] = fmaxf(row_max[e / 2], fabsf(acc[nt][e]));
-  row_max[0] = quad_max(row_max[0]);
-  row_max[1] = quad_max(row_max[1]);
+  float row_max[2];  // rows g and g + 8
+  tile_row_max(acc, row_max);
   const float rs[2] = {fp16_row_scale(row_max[0]), fp16_row_scale(row_max[1])};
 
   const std::uint32_t a_tile = smem_address_of(s.a.bytes), k_tile = smem_address_of(s.k.bytes);

@@ -97,6 +97,18 @@ __device__ inline float quad_max(float x) {
   return fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
 }
 
+// The largest |entry| of rows g and g + 8 (g = lane / 4) of a 16-row tile held as 16 m16n8 fp32
+// C tiles over 128 columns, over the quad that holds each row.
+__device__ inline void tile_row_max(const float (&acc)[16][4], float (&row_max)[2]) {
+  row_max[0] = row_max[1] = 0.f;
+#pragma unroll
+  for (int nt = 0; nt < 16; ++nt)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) row_max[e / 2] = fmaxf(row_max[e / 2], fabsf(acc[nt][e]));
+  row_max[0] = quad_max(row_max[0]);
+  row_max[1] = quad_max(row_max[1]);
+}
+
 // ldmatrix.x4.trans from per-lane row addresses (`lane_row`: the 16 bytes this lane supplies),
 // for callers that address the tile element by element (k_at in cp_chunk_maps_sm90.cuh).
 template <class T>
