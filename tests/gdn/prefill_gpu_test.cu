@@ -175,17 +175,8 @@ TEST_F(GdnPrefillGpu, GraphCaptureReplaysEagerResult) {
   }
   {
     DeviceProblem dev(graph);
-    cudaGraph_t g;
-    cudaGraphExec_t exec;
-    FASTINFER_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-    gdn::prefill(dev.args(graph), stream);
-    FASTINFER_CUDA_CHECK(cudaStreamEndCapture(stream, &g));
-    FASTINFER_CUDA_CHECK(cudaGraphInstantiate(&exec, g, 0));
-    FASTINFER_CUDA_CHECK(cudaGraphLaunch(exec, stream));
-    FASTINFER_CUDA_CHECK(cudaStreamSynchronize(stream));
+    replay_captured(stream, [&] { gdn::prefill(dev.args(graph), stream); });
     dev.copy_back(graph);
-    cudaGraphExecDestroy(exec);
-    cudaGraphDestroy(g);
   }
   cudaStreamDestroy(stream);
   EXPECT_EQ(0, std::memcmp(eager.output.data(), graph.output.data(), eager.output.nbytes()));

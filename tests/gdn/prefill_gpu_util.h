@@ -44,6 +44,21 @@ class DeviceTensor {
   TensorView view_;
 };
 
+// Captures `call` on `stream` into a CUDA graph, replays the graph once and waits for it.
+template <class Call>
+void replay_captured(cudaStream_t stream, Call call) {
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  FASTINFER_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  call();
+  FASTINFER_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+  FASTINFER_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  FASTINFER_CUDA_CHECK(cudaGraphLaunch(exec, stream));
+  FASTINFER_CUDA_CHECK(cudaStreamSynchronize(stream));
+  FASTINFER_CUDA_CHECK(cudaGraphExecDestroy(exec));
+  FASTINFER_CUDA_CHECK(cudaGraphDestroy(graph));
+}
+
 // All tensors of a problem on the device; run() writes output/state/checkpoints back into `p`.
 struct DeviceProblem {
   explicit DeviceProblem(const PrefillProblem& p)

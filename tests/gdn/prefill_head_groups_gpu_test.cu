@@ -142,17 +142,8 @@ TEST_F(GdnPrefillHeadGroupsGpu, GraphCaptureReplaysEagerResult) {
   {
     DeviceProblem dev(graph);
     FASTINFER_CUDA_CHECK(cudaDeviceSynchronize());  // uploads done before the non-blocking stream runs
-    cudaGraph_t g;
-    cudaGraphExec_t exec;
-    FASTINFER_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-    gdn::prefill_with_options(dev.args(graph), stream, options);
-    FASTINFER_CUDA_CHECK(cudaStreamEndCapture(stream, &g));
-    FASTINFER_CUDA_CHECK(cudaGraphInstantiate(&exec, g, 0));
-    FASTINFER_CUDA_CHECK(cudaGraphLaunch(exec, stream));
-    FASTINFER_CUDA_CHECK(cudaStreamSynchronize(stream));
+    replay_captured(stream, [&] { gdn::prefill_with_options(dev.args(graph), stream, options); });
     dev.copy_back(graph);
-    cudaGraphExecDestroy(exec);
-    cudaGraphDestroy(g);
   }
   cudaStreamDestroy(stream);
   EXPECT_EQ(0, std::memcmp(eager.output.data(), graph.output.data(), eager.output.nbytes()));
