@@ -112,6 +112,21 @@ nlohmann::json run_gdn_cp(const BenchOptions& options) {
     const double st2_mma =
         timed([&] { gdn::detail::run_cp_stages(args, ctx, {.max_seqlen = c.len, .wgmma_maps = false, .map_splits = 0, .last_stage = 2}); }) -
         stage_ms[0];
+    // Stage 1 writing every block's Tinv (as when final states are asked for; stage 1 ignores them).
+    DeviceBuffer dummy_finals(c.seqs * hsab * 128 * 128 * 4);
+    const double st1_all_inverses = timed([&] {
+      gdn::detail::run_cp_stages(args, ctx, {.max_seqlen = c.len, .map_splits = 1, .last_stage = 1}, static_cast<float*>(dummy_finals.get()));
+    });
+    // The whole CP call with stage 1 writing (and stage 2 reading) the whole fp32 Tinv of every
+    // block, as before session 6.
+    const double cp_all_tinv_ms = timed([&] {
+      gdn::detail::prefill_cp(args, shape, ctx, {.max_seqlen = c.len, .skip_last_chunk_inverse = false, .lower_inverse_blocks = false});
+    });
+    // Stages 1 and 1-2 with the whole fp32 Tinv written and read (lower_inverse_blocks false).
+    const double st1_full_tinv =
+        timed([&] { gdn::detail::run_cp_stages(args, ctx, {.max_seqlen = c.len, .lower_inverse_blocks = false, .map_splits = 0, .last_stage = 1}); });
+    const double st12_full_tinv =
+        timed([&] { gdn::detail::run_cp_stages(args, ctx, {.max_seqlen = c.len, .lower_inverse_blocks = false, .map_splits = 0, .last_stage = 2}); });
     // Stage 3 with 16 and 32 rows per CTA (CpOptions::fixup_rows; the rule picks one).
     double st3_rows[2];
     for (int i = 0; i < 2; ++i)
@@ -144,6 +159,14 @@ nlohmann::json run_gdn_cp(const BenchOptions& options) {
     std::printf("  stage 2 wgmma %.3f ms (mma.sync %.3f); CP call with wgmma stage 2 %.3f ms, mma.sync %.3f ms\n", st2_wgmma,
                 st2_mma, cp_wgmma_ms, cp_mma_ms);
     rows.back()["stage2_mma_sync_ms"] = st2_mma;
+    std::printf("  stage 1 writing every chunk's Tinv %.3f ms (the last chunk's skipped: %.3f)\n", st1_all_inverses, st1);
+    std::printf("  whole fp32 Tinv (lower_inverse_blocks off): stage 1 %.3f ms, stage 2 %.3f ms\n", st1_full_tinv,
+                st12_full_tinv - st1_full_tinv);
+    std::printf("  CP call with every block's whole Tinv %.3f ms\n", cp_all_tinv_ms);
+    rows.back()["cp_all_tinv_ms"] = cp_all_tinv_ms;
+    rows.back()["stage1_full_tinv_ms"] = st1_full_tinv;
+    rows.back()["stage2_full_tinv_ms"] = st12_full_tinv - st1_full_tinv;
+    rows.back()["stage1_all_inverses_ms"] = st1_all_inverses;
     std::printf("  stage 3 with 16 rows per CTA %.3f ms, 32 rows %.3f ms\n", st3_rows[0], st3_rows[1]);
     rows.back()["stage3_rows16_ms"] = st3_rows[0];
     rows.back()["stage3_rows32_ms"] = st3_rows[1];

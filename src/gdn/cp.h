@@ -39,6 +39,12 @@ struct CpOptions {
   // warp. Same roundings and k16 order (the same bits on the H200), 8-18 % faster there
   // (docs/GDN_CP.md, Measured, session 5); false = the mma.sync kernel.
   bool wgmma_maps = true;
+  // Stage 1 leaves the Tinv of each sequence's last chunk unwritten when stage 2 composes no map of
+  // it (no final_states): 1/4 of its fp32 stores at 1x128k 16/32, 1/2 at 16/64 1x64k.
+  bool skip_last_chunk_inverse = true;
+  // Stage 1 writes (and stage 2 reads) only the 16x16 blocks of Tinv on or below the diagonal
+  // (Tinv is lower triangular): 10/16 of the fp32 Tinv traffic.
+  bool lower_inverse_blocks = true;
   // Stage 2-3 pieces per chunk (CpPlan::map_splits): 0 = the rule cp_map_splits, n > 0 = the
   // largest divisor of the chunk's block count <= n, -1 = the rule when prefill_cp runs every
   // stage, else 1 (run_cp_stages' callers read the maps per chunk, and a resumed fix-up

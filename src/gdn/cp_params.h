@@ -42,6 +42,12 @@ struct CpStageParams {
 
   // Workspace slices.
   float* block_inverse = nullptr;  // [N * blocks_per_seq, Hsab, 64, 64], Tinv without diag(beta)
+  // Stage 1 leaves the Tinv of each sequence's last chunk unwritten (stage 2 composes no map of
+  // it when final_states is null; stage 4 reads T_g only). Needs chunk_len.
+  bool skip_last_chunk_inverse = false;
+  // Stage 1 writes only the 16x16 blocks of Tinv on or below the diagonal (the others are zero;
+  // stage 2 then copies only these): 10/16 of the fp32 stores and loads.
+  bool lower_inverse_blocks = false;
   // Optional (gdn::prefill's non-CP path): stage 1 also writes T_g = (Tinv diag(beta)) o Gamma of
   // every block as a rounded pair hi + lo in the input dtype, [N * blocks_per_seq, Hsab, 2, 64, 64]
   // (hi, then lo; only the 16x16 blocks on or below the diagonal are written); block_inverse may

@@ -36,12 +36,13 @@ std::int64_t cp_map_splits(const CpPlan& plan, int sm_count, bool last_chunk_map
   const std::int64_t mapped = std::max<std::int64_t>(plan.chunks_per_seq - (last_chunk_mapped ? 0 : 1), 1);
   const std::int64_t ctas = std::max<std::int64_t>(plan.num_seqs * plan.num_state_heads * mapped, 1);
   const std::int64_t sms = std::max(sm_count, 1);
-  const std::int64_t step_us = std::max<std::int64_t>(kCpFixupStepMinUs, plan.num_seqs * plan.num_state_heads * 3 / 5);
-  std::int64_t best = 1, best_cost = -1;
+  const double step_us = kCpFixupStepBaseUs + kCpFixupStepPerPairUs * static_cast<double>(plan.num_seqs * plan.num_state_heads);
+  std::int64_t best = 1;
+  double best_cost = -1;
   for (std::int64_t s = 1; s <= blocks / kCpMinMapBlocks || s == 1; ++s) {
     if (blocks % s != 0) continue;
     const std::int64_t waves = (ctas * s + sms - 1) / sms;
-    const std::int64_t cost = waves * (blocks / s) * kCpMapBlockUs + mapped * s * step_us;
+    const double cost = static_cast<double>(waves * (blocks / s)) * kCpMapBlockUs + static_cast<double>(mapped * s) * step_us;
     if (best_cost < 0 || cost < best_cost) best = s, best_cost = cost;
   }
   return best;

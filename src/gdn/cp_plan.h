@@ -39,11 +39,16 @@ CpPlan make_cp_plan(std::int64_t num_seqs, std::int64_t num_state_heads, std::in
 //     waves(N * Hsab * mapped chunks * s) * blocks per piece * kCpMapBlockUs
 //       + mapped chunks * s * fix-up step time
 // `last_chunk_mapped`: whether the last chunk of each sequence is composed too (final_states).
-// Costs measured on the H200 (cp batch 1, 16/32 and 2/8): a stage-2 block ~12 us with one CTA
-// per SM; a fix-up step ~0.6 us per (sequence, head) (20 us at 32 heads, 6 us at 8), >= 5 us.
+// Costs re-fitted on the H200 (session 6, cp8 batch 1, the wgmma stage 2 and the 16/32-row fix-up
+// of session 5): a stage-2 block 6.9-7.6 us per CTA at one CTA per SM (1x128k 2.636 ms / 384,
+// 2/8 1x64k 0.448 / 64, 16/64 1x64k 1.826 / 256, 1x8k 0.244 / 32); a fix-up step
+// 3 + 0.24 us per (sequence, head) (stage 3 minus ~10 us of launch and first load: 4.9-5.6 us at
+// 8 heads, 10-11 us at 32, 18 us at 64). Session 3's constants (12 us, max(5, 0.6 per pair)) gave
+// the same picks on every benchmark shape; so do these.
 inline constexpr std::int64_t kCpMinMapBlocks = 4;    // 256 tokens: unmeasured
-inline constexpr std::int64_t kCpMapBlockUs = 12;
-inline constexpr std::int64_t kCpFixupStepMinUs = 5;
+inline constexpr double kCpMapBlockUs = 7.0;
+inline constexpr double kCpFixupStepBaseUs = 3.0;
+inline constexpr double kCpFixupStepPerPairUs = 0.24;
 std::int64_t cp_map_splits(const CpPlan& plan, int sm_count, bool last_chunk_mapped);
 // The largest divisor of the plan's blocks per chunk that is <= wanted (at least 1).
 std::int64_t cp_map_splits_at_most(const CpPlan& plan, std::int64_t wanted);

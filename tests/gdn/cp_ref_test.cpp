@@ -219,7 +219,7 @@ TEST(GdnCpPlan, MapSplitsFillIdleSms) {
   };
   EXPECT_EQ(splits(1, 32, 131072), 4);  // 3 mapped chunks x 32 heads = 96 CTAs -> 384 in 3 waves of 128 blocks, not 512
   EXPECT_EQ(splits(1, 32, 32768), 4);
-  EXPECT_EQ(splits(1, 32, 8192), 1);    // 12 fix-up steps of ~20 us would cost more than the 8 blocks saved
+  EXPECT_EQ(splits(1, 32, 8192), 1);    // 12 fix-up steps of ~11 us would cost more than the 8 blocks saved
   EXPECT_EQ(splits(1, 64, 65536), 2);   // 64 CTAs -> 128
   EXPECT_EQ(splits(2, 32, 8192), 2);
   EXPECT_EQ(splits(1, 32, 1024), 2);    // 32 CTAs of 8 blocks -> 64 of 4

@@ -32,7 +32,8 @@ inline constexpr int kA0Pitch = kC + 4;
 // below the diagonal: the prefill kernel reads only those).
 template <class In, int kFirst, int kLast = kC>
 __device__ __forceinline__ void solve_and_store_column(const CpStageParams& p, const float (&a0t)[kC][kA0Pitch],
-                                                       const float* gates, const float* beta, std::int64_t row, int c) {
+                                                       const float* gates, const float* beta, std::int64_t row, int c,
+                                                       bool store_inverse) {
   using E = typename In::T;
   float x[kC];
 #pragma unroll
@@ -41,10 +42,11 @@ __device__ __forceinline__ void solve_and_store_column(const CpStageParams& p, c
   for (int j = kFirst; j < kLast - 1; ++j)
 #pragma unroll
     for (int i = j + 1; i < kLast; ++i) x[i] = fmaf(-a0t[j][i], x[j], x[i]);
-  if (p.block_inverse != nullptr) {
+  if (store_inverse) {
     float* out = p.block_inverse + row * kC * kC;
 #pragma unroll
-    for (int i = 0; i < kC; ++i) out[i * kC + c] = x[i];
+    for (int i = 0; i < kC; ++i)
+      if (!p.lower_inverse_blocks || i / 16 >= c / 16) out[i * kC + c] = x[i];
   }
   if (p.block_t_gated != nullptr) {
     // T_g[i][c] = Tinv[i][c] beta_c e^{G_i - G_c} (i >= c, else 0), rounded hi + lo: what the
@@ -169,17 +171,24 @@ __global__ void __launch_bounds__(kC * kHeads, 10 / kHeads) block_inverse_kernel
   // Warp-uniform: the second warp of each head starts at row 32; blocks of <= 32 tokens (CTA-
   // uniform) solve rows 0-31 only.
   const bool short_block = len <= kC / 2;
+  // Stage 2 reads no Tinv of a sequence's last chunk when it skips that chunk's map
+  // (CpStageParams::skip_last_chunk_inverse): 1/4 of the fp32 stores at 1x128k 16/32, 1/2 at 16/64
+  // 1x64k (CTA-uniform).
+  const bool store_inverse =
+      p.block_inverse != nullptr &&
+      !(p.skip_last_chunk_inverse &&
+        bos + (static_cast<std::int64_t>(block) * kC / p.chunk_len + 1) * p.chunk_len >= eos);
   if (c < kC / 2) {
     if (short_block) {
-      solve_and_store_column<In, 0, kC / 2>(p, a0t, gates[r], beta[r], row, c);
+      solve_and_store_column<In, 0, kC / 2>(p, a0t, gates[r], beta[r], row, c, store_inverse);
     } else {
-      solve_and_store_column<In, 0>(p, a0t, gates[r], beta[r], row, c);
+      solve_and_store_column<In, 0>(p, a0t, gates[r], beta[r], row, c, store_inverse);
     }
   } else {
     if (short_block) {
-      solve_and_store_column<In, kC / 2, kC / 2>(p, a0t, gates[r], beta[r], row, c);
+      solve_and_store_column<In, kC / 2, kC / 2>(p, a0t, gates[r], beta[r], row, c, store_inverse);
     } else {
-      solve_and_store_column<In, kC / 2>(p, a0t, gates[r], beta[r], row, c);
+      solve_and_store_column<In, kC / 2>(p, a0t, gates[r], beta[r], row, c, store_inverse);
     }
   }
 }

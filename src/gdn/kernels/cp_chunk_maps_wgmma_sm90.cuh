@@ -161,16 +161,23 @@ __device__ inline void block_products_wgmma(Smem& s, int warp, int lane) {
 
 // compose_rows_fp16 for a warpgroup's 64 rows (this warp's 16-row tile in `acc`, the same scales
 // and roundings): Y = rows A^T and acc += Z K as wgmma. All four warps of the warpgroup call it.
+// The rows are held as acc x held (held[h] a power of two for rows g + 8 h, 1 at the start): the
+// composition leaves them in Z's scale and sets held = 1 / zs instead of multiplying the 64
+// accumulators back every block (compose_rows_fp16's last loop); every scale is folded into the
+// power-of-two multipliers, so the products are those of compose_rows_fp16 exactly (in fp32's
+// normal range). The caller multiplies by held once at the end.
 template <class Smem>
-__device__ inline void compose_rows_wgmma(const Smem& s, float (&acc)[16][4], float decay, bool rows_of_b, int r0,
-                                          int lane) {
+__device__ inline void compose_rows_wgmma(const Smem& s, float (&acc)[16][4], float (&held)[2], float decay,
+                                          bool rows_of_b, int r0, int lane) {
   using Y64 = cute::SM90::GMMA::MMA_64x64x16_F32F16F16_RS<cute::SM90::GMMA::Major::K, cute::SM90::GMMA::Major::K>;
   using Z128 = cute::SM90::GMMA::MMA_64x128x16_F32F16F16_RS<cute::SM90::GMMA::Major::K, cute::SM90::GMMA::Major::MN>;
   using Op = Input<CpInputType::kFloat16>;
   const int g = lane / 4, t = lane % 4;
   float row_max[2];  // rows g and g + 8
   tile_row_max(acc, row_max);
+  row_max[0] *= held[0], row_max[1] *= held[1];  // of the rows themselves
   const float rs[2] = {fp16_row_scale(row_max[0]), fp16_row_scale(row_max[1])};
+  const float acc_rs[2] = {rs[0] * held[0], rs[1] * held[1]};  // acc to the rows' fp16 scale
 
   const std::uint32_t a_tile = smem_address_of(s.a.bytes), k_tile = smem_address_of(s.k.bytes);
   // Y starts from the first product (scale-d 0): zero-filled accumulators would be hoisted out of
@@ -185,10 +192,10 @@ __device__ inline void compose_rows_wgmma(const Smem& s, float (&acc)[16][4], fl
     std::uint32_t f[4];
     const float(&l)[4] = acc[2 * ks];
     const float(&r)[4] = acc[2 * ks + 1];
-    f[0] = Op::pack(l[0] * rs[0], l[1] * rs[0]);
-    f[1] = Op::pack(l[2] * rs[1], l[3] * rs[1]);
-    f[2] = Op::pack(r[0] * rs[0], r[1] * rs[0]);
-    f[3] = Op::pack(r[2] * rs[1], r[3] * rs[1]);
+    f[0] = Op::pack(l[0] * acc_rs[0], l[1] * acc_rs[0]);
+    f[1] = Op::pack(l[2] * acc_rs[1], l[3] * acc_rs[1]);
+    f[2] = Op::pack(r[0] * acc_rs[0], r[1] * acc_rs[0]);
+    f[3] = Op::pack(r[2] * acc_rs[1], r[3] * acc_rs[1]);
     fence_fragments(y);
     cute::warpgroup_arrive();
     // k16 step ks = dim blocks 2 ks, 2 ks + 1 (LBO one dim block); 8 token blocks (SBO).
@@ -216,7 +223,7 @@ __device__ inline void compose_rows_wgmma(const Smem& s, float (&acc)[16][4], fl
     }
   }
   const float zs[2] = {fp16_row_scale(quad_max(z_max[0])), fp16_row_scale(quad_max(z_max[1]))};
-  const float acc_scale[2] = {decay * zs[0], decay * zs[1]};
+  const float acc_scale[2] = {decay * zs[0] * held[0], decay * zs[1] * held[1]};
 #pragma unroll
   for (int nt = 0; nt < 16; ++nt)
 #pragma unroll
@@ -240,11 +247,7 @@ __device__ inline void compose_rows_wgmma(const Smem& s, float (&acc)[16][4], fl
   cute::warpgroup_commit_batch();
   cute::warpgroup_wait<0>();
   fence_fragments(acc);
-  const float back[2] = {inverse_pow2(zs[0]), inverse_pow2(zs[1])};
-#pragma unroll
-  for (int nt = 0; nt < 16; ++nt)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) acc[nt][e] *= back[e / 2];
+  held[0] = inverse_pow2(zs[0]), held[1] = inverse_pow2(zs[1]);  // acc is in Z's scale now
 }
 
 }  // namespace fastinfer::gdn::detail::cp
