@@ -126,9 +126,9 @@ CpStageView launch_stages(const PrefillArgs& a, const ExecContext& ctx, const Cp
   p.segment_offsets = w.segment_offsets;
   p.segment_sequence = w.segment_sequence;
   p.programmatic_launch = options.programmatic_launch;
-  p.prefetch_blocks = options.prefetch_blocks;
   p.fp16_operands = options.fp16_operands;
   p.wgmma_maps = options.fp16_operands && options.wgmma_maps;
+  p.prefetch_blocks = options.prefetch_blocks < 0 ? cp_prefetch_blocks(plan, p.wgmma_maps) : options.prefetch_blocks != 0;
   // Stage 2 composes no map of a sequence's last chunk unless final_states is asked for.
   p.skip_last_chunk_inverse = final_states == nullptr && options.skip_last_chunk_inverse;
   p.lower_inverse_blocks = options.lower_inverse_blocks;

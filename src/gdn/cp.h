@@ -25,11 +25,11 @@ struct CpOptions {
   std::int64_t max_seqlen = 0;
   std::int64_t chunk_len = 0;  // 0 = the chunk rule of make_cp_plan
   bool programmatic_launch = true;  // PDL between stages 1 -> 2 -> 3 -> 4
-  // Stage 2 loads the next block behind the current one (cp.async; same bits as without): 3-4 %
-  // faster with the bf16 hi + lo operands, 1-9 % with the 16-warp mma.sync fp16 kernel, but 0.3-6 %
-  // slower with the wgmma kernel (the default since session 5; H200, every gdn_cp row,
-  // docs/GDN_CP.md), so off by default.
-  bool prefetch_blocks = false;
+  // Stage 2 loads the next block behind the current one (cp.async; same bits as without): 1 = on,
+  // 0 = off, -1 = the rule (cp_prefetch_blocks, src/gdn/cp_plan.h): on for the mma.sync kernels
+  // (1-9 % faster), and for the wgmma kernel only where the map pieces fill the GPU (H200 session
+  // 6: 2-5 % faster there, 0-4 % slower with one piece per chunk; docs/GDN_CP.md).
+  int prefetch_blocks = -1;
   // Stage 2 feeds its products T, A, [M; B] and Z rounded once to fp16, [M; B] and Z with a
   // power-of-two scale per row (one MMA per product), instead of bf16 hi + lo pairs (2-3 MMAs).
   // docs/GDN_CP.md "Numerics".

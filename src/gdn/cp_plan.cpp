@@ -48,6 +48,10 @@ std::int64_t cp_map_splits(const CpPlan& plan, int sm_count, bool last_chunk_map
   return best;
 }
 
+bool cp_prefetch_blocks(const CpPlan& plan, bool wgmma_maps) {
+  return !wgmma_maps || (plan.map_splits > 1 && plan.chunk_len / kCpBlockLen / plan.map_splits >= kCpPrefetchMinPieceBlocks);
+}
+
 int cp_fixup_rows(const CpPlan& plan, int sm_count) {
   return plan.num_seqs * plan.num_state_heads * 4 * 2 >= sm_count ? 32 : 16;
 }

@@ -61,6 +61,14 @@ std::int64_t cp_map_splits_at_most(const CpPlan& plan, std::int64_t wanted);
 // (0.219 vs 0.265 ms) and CP at 1x2k (0.374 vs 0.445 ms), hence 2048; shorter sequences with
 // fewer heads are unmeasured.
 inline constexpr std::int64_t kCpAutoMinSeqLen = 2048;
+// Whether stage 2 prefetches the next block (CpOptions::prefetch_blocks = -1). The mma.sync kernels
+// always gain (1-9 %, H200 session 4). The wgmma kernel gains where the plan cuts chunks into map
+// pieces of >= kCpPrefetchMinPieceBlocks blocks, i.e. where stage 2 fills the GPU (H200 session 6,
+// cp8 batch 2: 1x128k 2.504 -> 2.454 ms, 16/64 1x64k 1.682 -> 1.613, 2x8k 0.230 -> 0.218, 1x32k
+// even) and loses with one piece per chunk (1x8k 0.230 -> 0.234, 2/8 1x64k 0.430 -> 0.438) and on
+// 4-block pieces (1x1k 0.032 -> 0.035).
+inline constexpr std::int64_t kCpPrefetchMinPieceBlocks = 8;
+bool cp_prefetch_blocks(const CpPlan& plan, bool wgmma_maps);
 // Stage 3 rows per CTA: 32 (4 CTAs per sequence and head, a quarter of the L2 traffic of M per
 // step) when that still puts a CTA on at least every other SM, else 16. H200 (cp7 batch 3): 32
 // rows faster at 16/32 and 16/64 (1x128k 0.136 vs 0.142 ms), 16 rows at 2/8 (0.091 vs 0.160).

@@ -232,6 +232,26 @@ TEST(GdnCpPlan, MapSplitsFillIdleSms) {
   EXPECT_EQ(cp_map_splits_at_most(plan, 0), 1);
 }
 
+// The stage-2 prefetch rule: always with the mma.sync kernels; with wgmma only on map pieces of at
+// least 8 blocks (where stage 2 fills the GPU).
+TEST(GdnCpPlan, PrefetchRule) {
+  using gdn::detail::cp_map_splits;
+  using gdn::detail::cp_prefetch_blocks;
+  using gdn::detail::make_cp_plan;
+  auto prefetch = [](std::int64_t n, std::int64_t h, std::int64_t len, bool wgmma) {
+    auto plan = make_cp_plan(n, h, len, 132);
+    plan.map_splits = cp_map_splits(plan, 132, false);
+    return cp_prefetch_blocks(plan, wgmma);
+  };
+  EXPECT_TRUE(prefetch(1, 32, 131072, true));   // 4 pieces of 128 blocks
+  EXPECT_TRUE(prefetch(1, 64, 65536, true));    // 2 pieces of 256 blocks
+  EXPECT_TRUE(prefetch(2, 32, 8192, true));     // 2 pieces of 32 blocks
+  EXPECT_FALSE(prefetch(1, 32, 8192, true));    // one piece per chunk
+  EXPECT_FALSE(prefetch(1, 8, 65536, true));
+  EXPECT_FALSE(prefetch(1, 32, 1024, true));    // pieces of 4 blocks
+  EXPECT_TRUE(prefetch(1, 32, 8192, false));    // mma.sync: always
+}
+
 TEST(GdnCpPlan, AutoRule) {
   using gdn::detail::should_use_cp;
   EXPECT_TRUE(should_use_cp(1, 32, 8192, 132));

@@ -102,6 +102,18 @@ __global__ void __launch_bounds__(kMapThreadsOf<kFp16Operands>, 1) chunk_maps_ke
     for (int q = threadIdx.x; q < kC * kC / 4; q += kThreads)
       if (upper_tinv_chunk(q)) reinterpret_cast<float4*>(s.tinv)[q] = make_float4(0.f, 0.f, 0.f, 0.f);
 
+  // kWgmma: the T tiles' 16x16 blocks above the diagonal are zero in every block; the T build
+  // skips them (visible after the first block's barriers).
+  if constexpr (kWgmma)
+    for (int e = threadIdx.x; e < kC * kC; e += kThreads) {
+      const int r = e / kC, c = e % kC;
+      if (c / 16 > r / 16) {
+        *s.t_k.template at<__half>(r, c) = __float2half_rn(0.f);
+        *s.t_v[0].template at<E>(r, c) = In::from_float(0.f);
+        *s.t_v[1].template at<E>(r, c) = In::from_float(0.f);
+      }
+    }
+
   // Asynchronous loads of block blk: Tinv always; K and V rows into the staging tiles when
   // prefetching (8-byte pieces, the alignment the register path needs too).
   auto issue_block_copies = [&](int blk) {
@@ -193,8 +205,10 @@ __global__ void __launch_bounds__(kMapThreadsOf<kFp16Operands>, 1) chunk_maps_ke
       const int j = threadIdx.x % kC, r0 = threadIdx.x / kC;
       const float beta_j = s.beta[j], ratio_j = __expf(g_last - s.gates[j]);
       const int off = CoreTile<kC>::offset(r0, j);
+      // Rows above column j's 16x16 diagonal block are zero in T (Tinv is lower triangular) and
+      // stay as zeroed at the start.
 #pragma unroll 2
-      for (int i = 0; i < kC / 8; ++i) {
+      for (int i = 2 * (j / 16); i < kC / 8; ++i) {
         const float t_beta = s.tinv[(r0 + 8 * i) * kC + j] * beta_j;
         const float t_gated = t_beta * ratio_j;
         const E hi = In::from_float(t_gated);
