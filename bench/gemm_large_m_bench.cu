@@ -22,6 +22,22 @@ struct WeightShape {
   int n, k;
 };
 
+// Comma-separated substrings (FASTINFER_BENCH_TACTICS for tactic names, --shapes for labels):
+// true when `text` contains one of them (or the list has none) and no "!"-prefixed one.
+bool matches_any(const std::string& text, const std::string& list) {
+  bool any_positive = false, hit = false;
+  for (std::size_t b = 0; b < list.size();) {
+    const std::size_t e = std::min(list.find(',', b), list.size());
+    const bool exclude = list[b] == '!';
+    const std::string item = list.substr(b + exclude, e - b - exclude);
+    const bool found = !item.empty() && text.find(item) != std::string::npos;
+    if (exclude && found) return false;
+    if (!exclude) any_positive = true, hit = hit || found;
+    b = e + 1;
+  }
+  return !any_positive || hit;
+}
+
 const Bf16GemmKernel& gemm_only_kernel(int id) {
   switch (id) {
     case 0: return bf16_gemm_sm90<Bf16GemmTile::kCoop128x256x64Cluster2x1, false>();
@@ -43,6 +59,8 @@ nlohmann::json run_gemm_large_m(const BenchOptions& options) {
     }
   }
   const int reps = options.quick ? 10 : 30;
+  const char* tactic_env = std::getenv("FASTINFER_BENCH_TACTICS");
+  const std::string tactic_filter = tactic_env ? tactic_env : "";
   const auto configs = large_m_configs();
   nlohmann::json rows = nlohmann::json::array();
   int device = 0;
@@ -51,6 +69,10 @@ nlohmann::json run_gemm_large_m(const BenchOptions& options) {
   std::printf("%6s %6s %5s %9s %-38s %9s %9s %9s %7s %7s\n", "N", "K", "M", "decode_ms", "best tactic", "total_ms",
               "gemm_ms", "cublas_ms", "cub/tot", "floor/t");
   for (const WeightShape& w : weights) {
+    bool any_cell = false;
+    for (int m : ms)
+      any_cell = any_cell || matches_any(std::to_string(w.n) + "x" + std::to_string(w.k) + "_m" + std::to_string(m), options.only_shapes);
+    if (!any_cell) continue;
     const std::size_t packed_bytes = std::size_t(w.n) * w.k / 2, scale_bytes = std::size_t(w.n) * w.k / 16;
     const int w_sets = rotation_count(packed_bytes + scale_bytes);
     DeviceBuffer packed(packed_bytes * w_sets), scales(scale_bytes * w_sets);
@@ -65,7 +87,7 @@ nlohmann::json run_gemm_large_m(const BenchOptions& options) {
 
     for (int m : ms) {
       const std::string label = std::to_string(w.n) + "x" + std::to_string(w.k) + "_m" + std::to_string(m);
-      if (!options.only_shapes.empty() && label.find(options.only_shapes) == std::string::npos) continue;
+      if (!matches_any(label, options.only_shapes)) continue;
       const std::size_t a_bytes = std::size_t(m) * w.k * 2, o_bytes = std::size_t(m) * w.n * 2;
       const int sets = std::min(rotation_count(a_bytes + o_bytes + packed_bytes + scale_bytes), w_sets);
       DeviceBuffer a(a_bytes * sets), out(o_bytes * sets);
@@ -81,7 +103,7 @@ nlohmann::json run_gemm_large_m(const BenchOptions& options) {
       double best_total = 1e30, best_gemm = 0;
       const char* best_name = "";
       for (const LargeMConfig& config : configs) {
-        if (!can_implement(params(0), config)) continue;
+        if (!can_implement(params(0), config) || !matches_any(config.name, tactic_filter)) continue;
         DeviceBuffer workspace(workspace_bytes(params(0), config));
         const double total = median_ms([&](int i) { run_large_m(params(i % sets), config, workspace.get(), nullptr); }, 3, reps);
         if (config.algo == LargeMAlgo::kFusedWgmma) {  // no separate GEMM: the kernel is the tactic

@@ -79,6 +79,12 @@ constexpr std::int64_t kSmallMWideToN = 16384;
 // the mid-M kernel at 28672 x 4096 M = 64 (0.079 vs 0.092 ms); from M = 1024 the GEMM path is as
 // fast or faster. Below kSmallMWideToN, M <= 64 stays on small-M streaming (unchanged).
 constexpr std::int64_t kFusedToM = 512;
+// On N >= kSmallMWideToN the fused tactics (256 tokens, pingpong) stay ahead up to M = 1024
+// (session 6, fp4m3's H200 batches 1 and 2: 28672 x 4096 M = 1024 256x128x64_pp 0.3471 / 0.3444 ms
+// vs the best dequant_gemm 0.3776 / 0.3762; session 5 batch 4: 0.3438 vs 0.3752). Narrower N keeps
+// the GEMM path at M = 1024 (4096 x 14336: fused 0.175-0.178 vs 0.182-0.184, 4096 x 4096 a tie,
+// 2048 x 7168 and 6144 x 4096 slower). M = 2048 not measured: the GEMM path stays.
+constexpr std::int64_t kFusedWideToM = 1024;
 // Fused tile choice from the same sweep: 64 tokens up to M = 64; at N >= kSmallMWideToN 128 tokens
 // up to M = 128, else 256 with pingpong, no split; narrower N splits K in 2 (the N / 128 row blocks
 // alone leave most SMs idle), in 4 under 32 CTAs (2048 x 7168 M = 128), with 128 tokens up to
@@ -265,7 +271,7 @@ int MmRunner::compute_default_tactic(std::int64_t m) const {
     if (fused >= 0) return fused;
   }
   if (m <= kMidMFromM || (m <= kMidMToM && n_ < kSmallMWideToN)) return default_small_m_tactic(m);
-  if (m <= kFusedToM) {
+  if (m <= kFusedToM || (n_ >= kSmallMWideToN && m <= kFusedWideToM)) {
     const int fused = default_fused_tactic(m);
     if (fused >= 0) return fused;
   }
