@@ -6,6 +6,8 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstring>
 #include <vector>
@@ -155,6 +157,52 @@ TEST_F(GdnPrefillGpu, ChainedCallsEqualOneCall) {
   for (std::int64_t i = 0; i < whole.output.numel(); ++i) {
     const double got = i < whole.output.numel() / 2 ? first.output.get(i) : second.output.get(i);
     ASSERT_EQ(got, whole.output.get(i)) << "element " << i;
+  }
+}
+
+// gdn::prefill with q, k, v as slices of one fused [T][Hq + Hk + Hv][128] buffer (a qkv
+// projection's output: token strides (Hq + Hk + Hv) * 128, not the contiguous ones), copied from
+// the contiguous device inputs of `a`.
+void run_on_fused_qkv(const gdn::PrefillArgs& a, gdn::InverseSource inverse) {
+  const std::int64_t tokens = a.q.size(0), dim = a.q.size(2);
+  const std::int64_t heads = a.q.size(1) + a.k.size(1) + a.v.size(1);
+  const std::int64_t bytes = static_cast<std::int64_t>(a.q.element_size());
+  void* fused = nullptr;
+  FASTINFER_CUDA_CHECK(cudaMalloc(&fused, std::max<std::int64_t>(tokens, 1) * heads * dim * bytes));
+  gdn::PrefillArgs b = a;
+  std::int64_t first_head = 0;
+  for (const auto& [to, from] : {std::pair{&b.q, &a.q}, std::pair{&b.k, &a.k}, std::pair{&b.v, &a.v}}) {
+    const std::int64_t h = from->size(1);
+    char* slice = static_cast<char*>(fused) + first_head * dim * bytes;
+    if (tokens > 0)
+      FASTINFER_CUDA_CHECK(cudaMemcpy2D(slice, heads * dim * bytes, from->data, h * dim * bytes, h * dim * bytes, tokens,
+                                        cudaMemcpyDeviceToDevice));
+    *to = TensorView::strided(slice, from->dtype, {tokens, h, dim}, {heads * dim, dim, 1}, from->device);
+    first_head += h;
+  }
+  FASTINFER_CUDA_CHECK(cudaDeviceSynchronize());
+  gdn::prefill_with_options(b, nullptr, {.inverse = inverse});
+  FASTINFER_CUDA_CHECK(cudaDeviceSynchronize());
+  FASTINFER_CUDA_CHECK(cudaFree(fused));
+}
+
+// Strided inputs (the fused qkv layout) with every T source, GVA and GQA, ragged lengths.
+TEST_F(GdnPrefillGpu, FusedQkvStridedInputs) {
+  const std::vector<std::array<std::int64_t, 3>> heads{{16, 16, 32}, {4, 1, 1}, {6, 2, 2}};
+  std::uint64_t seed = 3000;
+  for (const auto& h : heads) {
+    PrefillCase c;
+    c.hq = h[0], c.hk = h[1], c.hv = h[2];
+    c.lengths = {31, 63, 93, 123, 150, 500};
+    c.state = StateForm::kPacked;
+    c.l2norm_in_kernel = seed % 2 == 0;
+    const auto fused = [](gdn::InverseSource inverse) {
+      return [inverse](const gdn::PrefillArgs& a) { run_on_fused_qkv(a, inverse); };
+    };
+    failures += run_variants_against_oracle(c, seed++, false,
+                                            {{"fused qkv solve", fused(gdn::InverseSource::kSolveInKernel)},
+                                             {"fused qkv tinv", fused(gdn::InverseSource::kPrecompute)},
+                                             {"fused qkv T_g", fused(gdn::InverseSource::kPrecomputeGated)}});
   }
 }
 

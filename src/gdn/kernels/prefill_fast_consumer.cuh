@@ -145,11 +145,12 @@ __device__ __forceinline__ void x_from_v(std::uint32_t (&xa)[4][4], std::uint32_
   const Element* v = reinterpret_cast<const Element*>(stage + FastSmem::kV);
   const float* exp_g = reinterpret_cast<const float*>(stage + FastSmem::kGates) + FastGates::kExpG;
   const int quad = lane % 4, mat = lane / 8, row = lane % 8;
-  const Element* v_base = v + (row + 8 * (mat / 2)) * Cfg::kPitchD + 16 * warp + 8 * (mat % 2);
+  // Rows t + 16 kb share the swizzle of row t: one lane offset, the blocks 16 rows (2 KiB) apart.
+  const Element* v_base = v + swizzled_d(row + 8 * (mat / 2), 16 * warp + 8 * (mat % 2));
 #pragma unroll
   for (int kb = 0; kb < 4; ++kb) {
     std::uint32_t vt[4];
-    ldmatrix_x4_trans(vt, smem_address(v_base + 16 * kb * Cfg::kPitchD));
+    ldmatrix_x4_trans(vt, smem_address(v_base + 16 * kb * 64));
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
       const int n = 2 * kb + i / 2, c = 2 * (i % 2);  // vt[i]: tile n, rows g (+8 for odd i)
@@ -169,18 +170,21 @@ template <InputType kType>
 __device__ __forceinline__ void store_output(const float (&acc)[8][4], const ChunkOutput& out, unsigned char* smem,
                                              int warp, int lane) {
   using Cfg = FastConfig;
-  using Op = Operand<kType>;
-  using Element = typename Op::Element;
-  const int g = lane / 4, quad = lane % 4;
+  using Element = typename Operand<kType>::Element;
   Element* out_tile = reinterpret_cast<Element*>(smem + FastSmem::kOut);
   __syncwarp();
+  // Four transposing stores (stmatrix; 32 scalar 16-bit stores per lane before, session 6): matrix
+  // i of step m is token tile n = 2 m + i / 2, state rows +8 (i % 2).
+  const int mat = lane / 8, row = lane % 8;
+  const std::uint32_t lane_address =
+      smem_address(out_tile + (8 * (mat / 2) + row) * Cfg::kPitchD + 16 * warp + 8 * (mat % 2));
 #pragma unroll
-  for (int n = 0; n < 8; ++n)
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const int t = 8 * n + 2 * quad + i % 2, col = 16 * warp + g + 8 * (i / 2);
-      out_tile[t * Cfg::kPitchD + col] = Op::round(out.scale * acc[n][i]);
-    }
+  for (int m = 0; m < 4; ++m)
+    stmatrix_x4_trans(lane_address + m * 16 * Cfg::kPitchD * 2,
+                      pack_pair<kType>(out.scale * acc[2 * m][0], out.scale * acc[2 * m][1]),
+                      pack_pair<kType>(out.scale * acc[2 * m][2], out.scale * acc[2 * m][3]),
+                      pack_pair<kType>(out.scale * acc[2 * m + 1][0], out.scale * acc[2 * m + 1][1]),
+                      pack_pair<kType>(out.scale * acc[2 * m + 1][2], out.scale * acc[2 * m + 1][3]));
   __syncwarp();
   for (int i = lane; i < 2 * Cfg::kChunk; i += 32) {
     const int t = i / 2, col = 16 * warp + 8 * (i % 2);
@@ -190,7 +194,7 @@ __device__ __forceinline__ void store_output(const float (&acc)[8][4], const Chu
   }
 }
 
-// One chunk for warp w on mma.sync (FastConfig::kWgmmaProducts off; prefill_fast_consumer_wgmma.cuh
+// One chunk for warp w on mma.sync (FastConfig::wgmma_consumers off; prefill_fast_consumer_wgmma.cuh
 // is the wgmma form): reads the stage, updates `state`, writes the output rows [0, len). With
 // `prep` kTGatedAndP the consumers first turn the stage's Tinv into T_g and compute P together
 // (two consumer barriers: Tinv read before T_g overwrites it, T_g and P complete before U); with

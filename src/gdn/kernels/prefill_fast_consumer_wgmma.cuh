@@ -1,5 +1,5 @@
 #pragma once
-// The consumer warps of the GDN prefill kernel on wgmma (FastConfig::kWgmmaProducts): the same
+// The consumer warps of the GDN prefill kernel on wgmma (FastConfig::wgmma_consumers): the same
 // products, operands and roundings as consume_chunk (prefill_fast_consumer.cuh), per warpgroup of
 // 64 state rows (warps 0-3 rows 0-63, warps 4-7 rows 64-127): S, X, U from registers as the A
 // operand, q, k, T_g, P from the swizzled stage tiles as B. Each group of products is issued,
@@ -41,23 +41,21 @@ __device__ __forceinline__ void state_times_rows_wgmma(float (&acc)[8][4], const
   fence_fragments(a);
 }
 
-// Issues acc[v][t] += A[v][j] x lower[t][j]^T over j <= t (lower: a swizzled [64][64] tile, zero
-// above the diagonal): k16 step kb only meets rows t >= 16 kb, so it is an n(64 - 16 kb) wgmma on
-// accumulator tiles 2 kb .. 7 with B starting at row 16 kb (2048 kb bytes) and column 16 kb.
-// `overwrite`: the first step replaces acc instead of adding to it.
+// Issues acc[v][t] += A[v][j] x lower[t][j]^T (lower: a swizzled [64][64] tile whose blocks above
+// the diagonal are zero, see zero_upper_blocks): four full m64n64k16 steps, step kb 32 kb bytes into
+// the rows. Sub-range steps (n64/48/32/16 over the lower blocks only) make ptxas serialise the
+// wgmmas (C7511). `overwrite`: the first step replaces acc instead of adding to it.
 template <InputType kType>
 __device__ __forceinline__ void issue_times_lower_wgmma(float (&acc)[8][4], const std::uint32_t (&a)[4][4],
                                                         std::uint32_t lower_address, bool overwrite) {
-  wgmma_rs<kType, 64, gmma::Major::K, 0>(a[0], k_major_desc(lower_address), acc, !overwrite);
-  wgmma_rs<kType, 48, gmma::Major::K, 2>(a[1], k_major_desc(lower_address + 2048 + 32), acc);
-  wgmma_rs<kType, 32, gmma::Major::K, 4>(a[2], k_major_desc(lower_address + 4096 + 64), acc);
-  wgmma_rs<kType, 16, gmma::Major::K, 6>(a[3], k_major_desc(lower_address + 6144 + 96), acc);
+#pragma unroll
+  for (int kb = 0; kb < 4; ++kb)
+    wgmma_rs<kType, 64, gmma::Major::K, 0>(a[kb], k_major_desc(lower_address + 32 * kb), acc, kb != 0 || !overwrite);
 }
 
 // One chunk for warp w with the products on wgmma (same steps as consume_chunk). Every group is
-// waited for before the next step; ptxas serialises the wgmmas at 168 registers per thread
-// (C7511: the state, an accumulator and the packed operands leave no room for a pipeline; see
-// docs/GDN_PREFILL_FAST.md "wgmma consumers" for what was measured with more registers).
+// waited for before the next step; within a group ptxas pipelines the wgmmas at the consumers'
+// kConsumerRegisters (at 168 it serialised them, C7511; docs/GDN_PREFILL_FAST.md).
 template <InputType kType>
 __device__ __forceinline__ void consume_chunk_wgmma(StateFragment& state, unsigned char* stage, unsigned char* smem,
                                                     const ChunkOutput& out, ConsumerPrep prep, int warp, int lane) {

@@ -30,8 +30,18 @@ struct FastConfig {
   static constexpr int kConsumerBarrier = 2;     // named barrier id of the consumer warps (T_g build)
   // The consumers' state products on wgmma (two warpgroups of 64 state rows, S and X / U from
   // registers, B from the swizzled stage tiles: prefill_fast_consumer_wgmma.cuh), else on mma.sync
-  // per warp (prefill_fast_consumer.cuh, the session-4 products on the swizzled tiles).
-  static constexpr bool kWgmmaProducts = true;
+  // per warp (prefill_fast_consumer.cuh, the session-4 products on the swizzled tiles), per T
+  // source. The wgmma form runs with the setmaxnreg split below: ptxas pipelines its wgmmas only at
+  // >= 192 registers per consumer thread (at 168 it serialised them, C7511; session 5).
+  // Only the producers without the solve fit 120 registers: with it (kSolve, and the rare solve of
+  // kTGatedOrSolve) they spill, and the mma.sync consumers at 168 were faster (H200, session 6
+  // batches 1-2: 64x1k 16/32 solve 5.94 vs 7.14 ms; CP 1x8k 16/32 0.799 vs 0.856 ms).
+  static constexpr bool wgmma_consumers(TSource source) {
+    return source == TSource::kTGated || source == TSource::kInverseOrSolve;
+  }
+  // The split of the CTA's 384 x 168 registers (setmaxnreg can only move registers between warps).
+  static constexpr int kProducerRegisters = 120;
+  static constexpr int kConsumerRegisters = 192;
 };
 
 // Gates of one chunk (fp32, 64 each): G = cumsum log alpha, e^G, e^{G_63 - G} (the decay of
@@ -48,8 +58,8 @@ struct FastGates {
 // halves of 8 KiB each. The same bytes serve as a K-major B operand ([n][k], k contiguous: q and k
 // for S K^T, S Q^T; T_g and P) and as an MN-major one (k for the state update, [k = t][n = d]).
 // ldmatrix on them stays conflict-free: the 8 row addresses of one 8x8 matrix land on 8
-// different 16-byte bank groups. v and the output staging tile keep a padded pitch (ldmatrix and
-// plain loads only).
+// different 16-byte bank groups. v (loaded by TMA in the same swizzle, read by ldmatrix.trans) too;
+// the output staging tile keeps a padded pitch.
 // (Bit operations: the compiler sees that rows r0 + 8 m share one swizzle.)
 __device__ __forceinline__ int swizzled_c(int row, int col) {  // element offset in a [64][64] tile
   return row * 64 + ((((col >> 3) ^ row) & 7) << 3) + (col & 7);
@@ -73,20 +83,20 @@ struct FastSmem {
   // A precomputed Tinv (fp32 [64][64], row-major, lower triangle loaded) lands where T_g hi/lo go:
   // whoever builds T_g reads it into registers before writing T_g.
   static constexpr int kInverseIn = kTGated;
-  static constexpr int kV = kP + kSwizzledC;  // padded pitch kPitchD
-  static constexpr int kGates = kV + kTileD;
+  static constexpr int kV = kP + kSwizzledC;  // swizzled like q and k (one TMA box layout)
+  static constexpr int kGates = kV + kSwizzledD;
   static constexpr int kStageBytes = (kGates + FastGates::kFloats * 4 + 1023) / 1024 * 1024;
   // Producer-private solve tiles, the consumers' output staging tile, the stage barriers.
   static constexpr int kA0 = Cfg::kStages * kStageBytes;
   static constexpr int kInverse = kA0 + kTileF;
   static constexpr int kScratch = kInverse + kTileF;  // one block row of partial sums: 16 x 48 fp32
   static constexpr int kOut = kScratch + 16 * 48 * 4;
-  static constexpr int kBarriers = kOut + kTileD;  // full[kStages], empty[kStages]
-  static constexpr int kBytes = kBarriers + 2 * Cfg::kStages * 8;
+  static constexpr int kBarriers = kOut + kTileD;  // full[kStages], empty[kStages], loaded[kStages]
+  static constexpr int kBytes = kBarriers + 3 * Cfg::kStages * 8;
   static_assert(kBytes <= 227 * 1024, "exceeds the sm_90 shared memory per block");
   static_assert(kP - kInverseIn >= Cfg::kChunk * Cfg::kChunk * 4, "Tinv must fit the T_g tiles (P is written meanwhile)");
   static_assert(kStageBytes % 1024 == 0 && kK % 1024 == 0 && kTGated % 1024 == 0 && kTGatedLo % 1024 == 0 &&
-                kP % 1024 == 0 && kV % 16 == 0 && kOut % 16 == 0 && kBarriers % 8 == 0);
+                kP % 1024 == 0 && kV % 1024 == 0 && kOut % 16 == 0 && kBarriers % 8 == 0);
 };
 
 }  // namespace fastinfer::gdn::kernels::fast

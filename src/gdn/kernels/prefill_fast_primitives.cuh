@@ -32,6 +32,16 @@ __device__ __forceinline__ void ldmatrix_x4_trans(std::uint32_t (&r)[4], std::ui
                : "r"(address));
 }
 
+// The transposing store of four 8x8 16-bit matrices: register i holds this lane's pair (row
+// lane / 4, columns 2 (lane % 4), +1) of matrix i, stored as column lane / 4, rows 2 (lane % 4), +1;
+// lane l gives the address of (memory) row l % 8 of matrix l / 8.
+__device__ __forceinline__ void stmatrix_x4_trans(std::uint32_t address, std::uint32_t r0, std::uint32_t r1,
+                                                  std::uint32_t r2, std::uint32_t r3) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(address), "r"(r0), "r"(r1),
+               "r"(r2), "r"(r3)
+               : "memory");
+}
+
 // 16 bytes global -> shared; src_bytes = 0 writes zeros without reading `src`.
 __device__ __forceinline__ void cp_async_16(void* dst, const void* src, int src_bytes) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_address(dst)), "l"(src), "r"(src_bytes)
@@ -74,6 +84,23 @@ __device__ __forceinline__ void mbarrier_wait(std::uint64_t* bar, std::uint32_t 
   const long long start = clock64();
   while (!mbarrier_try_wait(bar, parity))
     if (clock64() - start > (1ll << 32)) __trap();
+}
+
+// The arrival of the thread that issues a stage's TMA loads: the phase completes when `bytes`
+// more have landed.
+__device__ __forceinline__ void mbarrier_arrive_expect_tx(std::uint64_t* bar, std::uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.release.cta.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_address(bar)), "r"(bytes)
+               : "memory");
+}
+
+// One box of a 3-d tensor map (__grid_constant__ kernel parameter) into shared memory; its bytes
+// count on `bar`.
+__device__ __forceinline__ void tma_load_3d(void* dst, const void* tensor_map, std::uint64_t* bar, int c0, int c1, int c2) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];\n" ::"r"(
+          smem_address(dst)),
+      "l"(tensor_map), "r"(c0), "r"(c1), "r"(c2), "r"(smem_address(bar))
+      : "memory");
 }
 
 // bar.sync on a hardware barrier other than 0 (which __syncthreads uses) for `threads` threads.

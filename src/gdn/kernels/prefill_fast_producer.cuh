@@ -1,7 +1,8 @@
 #pragma once
 // The producer warpgroup of the warp-specialised GDN prefill kernel: everything of a chunk that
 // does not depend on the state. Per chunk, into one stage of shared memory:
-//   q, k, v tiles (cp.async, zero rows past the sequence end), optional L2 norm of q and k,
+//   q, k, v tiles (TMA by one thread; k and v rows past the sequence end zeroed), optional L2
+//   norm of q and k,
 //   gates (G = cumsum log alpha, e^G, e^{G_63 - G}, beta),
 //   A0 = strict_lower(diag(beta) K K^T) (fp32, private) and P = (Q K^T) o Gamma (lower incl. diag),
 //   T = (I + A0)^-1 (fp32, on chip) and T_g = (T diag(beta)) o Gamma as a rounded pair hi + lo.
@@ -9,6 +10,8 @@
 // its q, k, v instead: no A0, no solve, and the consumers build T_g from it; with a precomputed
 // T_g (PrefillParams::chunk_t_gated) that is loaded into the stage's T_g tiles, nothing to build.
 // Only the producer's 128 threads take part; they synchronise with named barrier 1.
+#include <cuda.h>
+
 #include <cstdint>
 
 #include "gdn/kernels/prefill_fast_inverse.cuh"
@@ -25,10 +28,15 @@ __device__ __forceinline__ void producer_sync() {
   named_barrier_sync(FastConfig::kProducerBarrier, FastConfig::kProducerThreads);
 }
 
+// Tensor maps of q, k, v ([T][H][128] as 3-d maps {128, H, T}, boxes {64, 1, 64} in the 128-byte
+// swizzle: one box is one 64-column half of a stage tile), built by the launch for every call and
+// passed as a __grid_constant__ kernel parameter.
+struct FastTensorMaps {
+  CUtensorMap q, k, v;
+};
+
 struct ChunkSource {
-  const void* q;  // row 0 of the chunk in the head's q (k, v) rows
-  const void* k;
-  const void* v;
+  int q_head, k_head, v_head;  // head coordinates in the tensor maps
   std::int64_t token0;  // packed index of the chunk's first token
   int len;              // real tokens in the chunk (1 .. 64)
   int head;             // state head (gate column)
@@ -37,31 +45,22 @@ struct ChunkSource {
   __device__ __forceinline__ bool loaded() const { return inverse != nullptr || t_gated != nullptr; }
 };
 
-// q, k, v rows [0, len) into the stage (16-byte cp.async), zero rows after, and the raw alpha and
-// beta of the chunk (4-byte cp.async); committed as one group, not waited for.
+// q, k, v of the chunk into the stage by TMA (one thread; rows past the packed tensor's end come
+// as zeros, rows past the sequence's end are zeroed by zero_rows_past_end), completing on
+// `loaded`; the raw alpha and beta of the chunk (4-byte cp.async) and a precomputed Tinv or T_g
+// (16-byte cp.async), committed as one group. Nothing is waited for.
 template <class Element>
 __device__ __forceinline__ void issue_tile_loads(unsigned char* stage, const ChunkSource& src, const PrefillParams& p,
-                                                 int ptid) {
+                                                 const FastTensorMaps& maps, std::uint64_t* loaded, int ptid) {
   using Cfg = FastConfig;
-  // Thread ptid copies column vector ptid % 16 of rows ptid / 16 + 8 m, m = 0..7, of each tile.
-  constexpr int kVectorsPerRow = Cfg::kDim / 8, kRowStep = Cfg::kProducerThreads / kVectorsPerRow;
-  const int r0 = ptid / kVectorsPerRow, c = 8 * (ptid % kVectorsPerRow);
-  const Element* bases[3] = {static_cast<const Element*>(src.q), static_cast<const Element*>(src.k),
-                             static_cast<const Element*>(src.v)};
-  const std::int64_t strides[3] = {p.q_stride_token, p.k_stride_token, p.v_stride_token};
-  const int offsets[3] = {FastSmem::kQ, FastSmem::kK, FastSmem::kV};
+  if (ptid == 0) {
+    mbarrier_arrive_expect_tx(loaded, 3 * FastSmem::kSwizzledD);
+    const int token0 = static_cast<int>(src.token0);
 #pragma unroll
-  for (int tile = 0; tile < 3; ++tile) {
-    Element* tile_base = reinterpret_cast<Element*>(stage + offsets[tile]);
-    const Element* from = bases[tile] + r0 * strides[tile] + c;
-    const std::int64_t step = kRowStep * strides[tile];
-#pragma unroll
-    for (int m = 0; m < Cfg::kChunk / kRowStep; ++m) {
-      const int r = r0 + kRowStep * m;
-      const bool inside = r < src.len;
-      // q and k in the wgmma swizzle, v padded (layout.cuh).
-      Element* dst = tile_base + (tile < 2 ? swizzled_d(r, c) : r * Cfg::kPitchD + c);
-      cp_async_16(dst, inside ? from + m * step : bases[tile], inside ? 16 : 0);
+    for (int half = 0; half < 2; ++half) {
+      tma_load_3d(stage + FastSmem::kQ + 8192 * half, &maps.q, loaded, 64 * half, src.q_head, token0);
+      tma_load_3d(stage + FastSmem::kK + 8192 * half, &maps.k, loaded, 64 * half, src.k_head, token0);
+      tma_load_3d(stage + FastSmem::kV + 8192 * half, &maps.v, loaded, 64 * half, src.v_head, token0);
     }
   }
   float* gates = reinterpret_cast<float*>(stage + FastSmem::kGates);
@@ -101,6 +100,18 @@ __device__ __forceinline__ void issue_tile_loads(unsigned char* stage, const Chu
   cp_async_commit();
 }
 
+// Rows [len, 64) of the stage's k and v tiles set to zero (TMA brought the next sequence's
+// tokens there; finite or not, they must not reach X, U or the state update through a zero
+// weight): whole 128-byte rows of each 64-column half, so the swizzle does not matter. q's rows
+// only feed outputs past len, which are not stored.
+__device__ __forceinline__ void zero_rows_past_end(unsigned char* stage, int len, int ptid) {
+  constexpr int kVectorsPerRow = 2 * 2 * 8;  // tiles x halves x 16-byte vectors
+  const int vector = ptid % kVectorsPerRow;  // fixed per thread: tile, half, vector
+  unsigned char* base = stage + (vector < 16 ? FastSmem::kK : FastSmem::kV) + 8192 * (vector / 8 % 2) + 16 * (vector % 8);
+  for (int r = len + ptid / kVectorsPerRow; r < FastConfig::kChunk; r += FastConfig::kProducerThreads / kVectorsPerRow)
+    *reinterpret_cast<uint4*>(base + 128 * r) = make_uint4(0, 0, 0, 0);
+}
+
 // One warp: G[t] = sum_{s <= t} max(log alpha_s, kMinLogAlpha) and beta[t] from the raw values
 // in the stage; padded tokens get alpha = 1, beta = 0 so they change nothing.
 __device__ __forceinline__ void compute_gates(const PrefillParams& p, int len, float* gates, int lane) {
@@ -138,15 +149,18 @@ __device__ __forceinline__ void l2_normalise_rows(typename Operand<kType>::Eleme
   using Element = typename Operand<kType>::Element;
   constexpr int kLanesPerRow = 8, kRowsPerStep = 32 / kLanesPerRow * Cfg::kProducerWarps;
   constexpr int kSteps = Cfg::kChunk / kRowsPerStep, kBatch = 2;
+  // Rows r_lane + 16 s share one swizzle: one offset per lane, the step's rows as immediates.
+  const int r_lane = pwarp * (32 / kLanesPerRow) + lane / kLanesPerRow;
+  const int lane_offset = swizzled_d(r_lane, 8 * (lane % kLanesPerRow));
 #pragma unroll 1
   for (int s0 = 0; s0 < kSteps && s0 * kRowsPerStep < len; s0 += kBatch) {
     uint4 raw[kBatch][2];
     float sum[kBatch];
+    Element* rows = tile + lane_offset + s0 * kRowsPerStep * 64;
 #pragma unroll
     for (int i = 0; i < kBatch; ++i) {
-      const int r = (s0 + i) * kRowsPerStep + pwarp * (32 / kLanesPerRow) + lane / kLanesPerRow;
-      raw[i][0] = *reinterpret_cast<const uint4*>(tile + swizzled_d(r, 8 * (lane % kLanesPerRow)));
-      raw[i][1] = *reinterpret_cast<const uint4*>(tile + swizzled_d(r, 64 + 8 * (lane % kLanesPerRow)));
+      raw[i][0] = *reinterpret_cast<const uint4*>(rows + i * kRowsPerStep * 64);
+      raw[i][1] = *reinterpret_cast<const uint4*>(rows + i * kRowsPerStep * 64 + 4096);
     }
 #pragma unroll
     for (int i = 0; i < kBatch; ++i) {
@@ -168,7 +182,7 @@ __device__ __forceinline__ void l2_normalise_rows(typename Operand<kType>::Eleme
       for (int i = 0; i < kBatch; ++i) sum[i] += __shfl_xor_sync(0xffffffffu, sum[i], offset);
 #pragma unroll
     for (int i = 0; i < kBatch; ++i) {
-      const int r = (s0 + i) * kRowsPerStep + pwarp * (32 / kLanesPerRow) + lane / kLanesPerRow;
+      const int r = (s0 + i) * kRowsPerStep + r_lane;
       if (r < len) {
         const float scale = rsqrtf(sum[i] + 1e-6f);
 #pragma unroll
@@ -179,7 +193,7 @@ __device__ __forceinline__ void l2_normalise_rows(typename Operand<kType>::Eleme
             const float2 x = unpack_pair<kType>(words[w]);
             words[w] = pack_pair<kType>(x.x * scale, x.y * scale);
           }
-          *reinterpret_cast<uint4*>(tile + swizzled_d(r, 64 * h + 8 * (lane % kLanesPerRow))) =
+          *reinterpret_cast<uint4*>(rows + i * kRowsPerStep * 64 + 4096 * h) =
               make_uint4(words[0], words[1], words[2], words[3]);
         }
       }
@@ -245,12 +259,15 @@ __device__ __forceinline__ void invert_unit_lower(const float* a, float* inverse
 // A0 (unless Tinv was loaded) and P. Ends with a producer barrier (A0 complete).
 template <InputType kType>
 __device__ __forceinline__ void prepare_chunk(const PrefillParams& p, int len, bool loaded_inverse, unsigned char* stage,
-                                              unsigned char* smem, int ptid, PhaseTimer& timer) {
+                                              unsigned char* smem, std::uint64_t* loaded, std::uint32_t loaded_parity,
+                                              int ptid, PhaseTimer& timer) {
   using Cfg = FastConfig;
   using Element = typename Operand<kType>::Element;
   const int pwarp = ptid / 32, lane = ptid % 32;
   float* gates = reinterpret_cast<float*>(stage + FastSmem::kGates);
+  mbarrier_wait(loaded, loaded_parity);
   cp_async_wait_all();
+  if (len < Cfg::kChunk) zero_rows_past_end(stage, len, ptid);
   producer_sync();
   timer.tick(kPrepareLoadWait);
   if (pwarp == 0) compute_gates(p, len, gates, lane);

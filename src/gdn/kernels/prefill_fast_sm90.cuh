@@ -96,12 +96,6 @@ struct ChunkCursor {
   }
 };
 
-template <class Element>
-__device__ __forceinline__ const Element* head_rows(const void* base, int head, int heads, const PrefillParams& p,
-                                                    std::int64_t stride_head) {
-  return static_cast<const Element*>(base) + static_cast<std::int64_t>(head) * heads / p.num_state_heads * stride_head;
-}
-
 // The row of the chunk at token0 of item w in the precomputed T tables (the row rule of
 // PrefillParams::chunk_inverse); false for a chunk of a CP segment past the plan (it solves).
 __device__ __forceinline__ bool precomputed_row_of(const PrefillParams& p, const WorkItem& w, std::int64_t token0,
@@ -146,12 +140,18 @@ __device__ __forceinline__ ConsumerPrep consumer_prep_of(const PrefillParams& p,
   return chunk_inverse_of(p, w, token0) != nullptr ? ConsumerPrep::kTGatedAndP : ConsumerPrep::kNone;
 }
 
+// The head of `heads` (q, k or v heads) that state head `head` reads: its coordinate in the tensor
+// map, 0 where the head stride is 0 (every head the same rows; the launch maps one head then).
+__device__ __forceinline__ int input_head(int head, int heads, const PrefillParams& p, std::int64_t stride_head) {
+  return stride_head == 0 ? 0 : head * heads / p.num_state_heads;
+}
+
 template <class Element, TSource kSource>
 __device__ __forceinline__ ChunkSource chunk_source(const PrefillParams& p, const ChunkCursor& c) {
   const std::int64_t t0 = c.token0;
-  return ChunkSource{head_rows<Element>(p.q, c.w.head, p.num_q_heads, p, p.q_stride_head) + t0 * p.q_stride_token,
-                     head_rows<Element>(p.k, c.w.head, p.num_k_heads, p, p.k_stride_head) + t0 * p.k_stride_token,
-                     head_rows<Element>(p.v, c.w.head, p.num_v_heads, p, p.v_stride_head) + t0 * p.v_stride_token,
+  return ChunkSource{input_head(c.w.head, p.num_q_heads, p, p.q_stride_head),
+                     input_head(c.w.head, p.num_k_heads, p, p.k_stride_head),
+                     input_head(c.w.head, p.num_v_heads, p, p.v_stride_head),
                      t0, c.w.chunk_len(t0), c.w.head,
                      kSource == TSource::kInverseOrSolve ? chunk_inverse_of(p, c.w, t0) : nullptr,
                      kSource == TSource::kTGated || kSource == TSource::kTGatedOrSolve ? chunk_t_gated_of<Element>(p, c.w, t0)
@@ -169,7 +169,8 @@ __device__ __forceinline__ bool loads_t(const ChunkSource& source) {
 // The loads of chunk n + 1 are issued (into the other stage, once the consumers released it)
 // between A0/P and the inverse of chunk n, so their latency hides behind the solve.
 template <InputType kType, TSource kSource>
-__device__ __forceinline__ void run_producer(const PrefillParams& p, unsigned char* smem, std::uint64_t* full, std::uint64_t* empty,
+__device__ __forceinline__ void run_producer(const PrefillParams& p, const FastTensorMaps& maps, unsigned char* smem,
+                             std::uint64_t* full, std::uint64_t* empty, std::uint64_t* loaded,
                              std::int64_t num_items, unsigned long long* profile) {
   using Element = typename Operand<kType>::Element;
   constexpr std::uint32_t kStages = FastConfig::kStages;
@@ -179,18 +180,22 @@ __device__ __forceinline__ void run_producer(const PrefillParams& p, unsigned ch
   if (!cur.valid) return;
   const ChunkSource first = chunk_source<Element, kSource>(p, cur);
   bool loaded_inverse = loads_t<kSource>(first);
-  issue_tile_loads<Element>(smem, first, p, ptid);
+  issue_tile_loads<Element>(smem, first, p, maps, &loaded[0], ptid);
   std::uint32_t n = 0;
   for (; cur.valid; ++n) {
     unsigned char* stage = smem + (n % kStages) * FastSmem::kStageBytes;
+    // A compile-time constant where the instantiation fixes it (else the T_g-loaded producer
+    // carried the dead solve code, which cost registers).
+    const bool t_loaded = kSource == TSource::kTGated || (kSource != TSource::kSolve && loaded_inverse);
     timer.tick(kProducerOther);
-    prepare_chunk<kType>(p, cur.w.chunk_len(cur.token0), loaded_inverse, stage, smem, ptid, timer);
+    prepare_chunk<kType>(p, cur.w.chunk_len(cur.token0), t_loaded, stage, smem, &loaded[n % kStages], (n / kStages) & 1,
+                         ptid, timer);
     // With T loaded nothing is left to finish: hand the stage over before waiting for a free one
     // (H200, session 3 batch 3: arriving only after the next loads were issued made the consumers
     // wait ~6.6k cycles per chunk for the producer's empty-wait + issue).
-    if (loaded_inverse) {
+    if (t_loaded) {
       finish_chunk<kType>(true, stage, smem, ptid, timer);
-      fence_proxy_async_shared();  // the stage's q, k, T_g (cp.async, L2 norm) are read by wgmma
+      fence_proxy_async_shared();  // the stage's k, v zeroing, L2 norm and T_g (cp.async) are read by wgmma
       mbarrier_arrive(&full[n % kStages]);
     }
     ChunkCursor next = cur;
@@ -202,10 +207,10 @@ __device__ __forceinline__ void run_producer(const PrefillParams& p, unsigned ch
       timer.tick(kProducerWait);
       const ChunkSource source = chunk_source<Element, kSource>(p, next);
       next_loaded_inverse = loads_t<kSource>(source);
-      issue_tile_loads<Element>(smem + (m % kStages) * FastSmem::kStageBytes, source, p, ptid);
+      issue_tile_loads<Element>(smem + (m % kStages) * FastSmem::kStageBytes, source, p, maps, &loaded[m % kStages], ptid);
     }
     timer.tick(kProducerIssue);
-    if (!loaded_inverse) {
+    if (!t_loaded) {
       finish_chunk<kType>(false, stage, smem, ptid, timer);
       fence_proxy_async_shared();  // and T_g, P written here
       mbarrier_arrive(&full[n % kStages]);
@@ -245,7 +250,7 @@ __device__ __forceinline__ void run_consumer(const PrefillParams& p, unsigned ch
       const int len = w.chunk_len(token0);
       const ChunkOutput out{out_head + token0 * p.out_stride_token, p.out_stride_token, len, p.scale};
       const ConsumerPrep prep = consumer_prep_of<kSource>(p, w, token0);
-      if constexpr (FastConfig::kWgmmaProducts) {
+      if constexpr (FastConfig::wgmma_consumers(kSource)) {
         consume_chunk_wgmma<kType>(state, smem + s * FastSmem::kStageBytes, smem, out, prep, warp, lane);
       } else {
         consume_chunk<kType>(state, smem + s * FastSmem::kStageBytes, smem, out, prep, warp, lane);
@@ -266,11 +271,28 @@ __device__ __forceinline__ void run_consumer(const PrefillParams& p, unsigned ch
   }
 }
 
+// The 16x16 blocks above the diagonal of both stages' T_g hi, lo and P tiles, zeroed once: the
+// consumers' wgmma products run full n64 steps over those tiles, and nothing writes these blocks
+// later (T_g and P are written or loaded on and below the diagonal only, or as whole tiles with
+// zeros above it: write_t_gated).
+__device__ __forceinline__ void zero_upper_blocks(unsigned char* smem, int tid) {
+  constexpr int kVectors = 64 * 8;  // 16-byte vectors of a [64][64] tile
+  constexpr int kTileOffsets[3] = {FastSmem::kTGated, FastSmem::kTGatedLo, FastSmem::kP};
+  for (int i = tid; i < FastConfig::kStages * 3 * kVectors; i += FastConfig::kThreads) {
+    const int tile = i / kVectors, row = i % kVectors / 8, col = 8 * (i % 8);
+    if (col / 16 > row / 16) {
+      auto* base = reinterpret_cast<std::uint16_t*>(smem + tile / 3 * FastSmem::kStageBytes + kTileOffsets[tile % 3]);
+      *reinterpret_cast<uint4*>(base + swizzled_c(row, col)) = make_uint4(0, 0, 0, 0);
+    }
+  }
+}
+
 // kSource: where this instantiation's chunks get T (the launch picks it from the params); each
 // leaves out the code of the others (the solve, the consumers' T_g build).
 template <InputType kType, TSource kSource>
 __global__ void __launch_bounds__(FastConfig::kThreads, 1) gdn_prefill_fast_kernel(const PrefillParams p,
-                                                                                       unsigned long long* profile) {
+                                                                                       unsigned long long* profile,
+                                                                                       const __grid_constant__ FastTensorMaps maps) {
   // A programmatic dependent launch (CP stage 4) may start before the kernel that writes its
   // inputs has finished; this waits for it (a no-op for an ordinary launch).
   asm volatile("griddepcontrol.wait;" ::: "memory");
@@ -279,11 +301,18 @@ __global__ void __launch_bounds__(FastConfig::kThreads, 1) gdn_prefill_fast_kern
   if (threadIdx.x == 0 && (smem_address(smem) & 1023) != 0) __trap();
   auto* full = reinterpret_cast<std::uint64_t*>(smem + FastSmem::kBarriers);
   auto* empty = full + FastConfig::kStages;
+  auto* loaded = empty + FastConfig::kStages;  // the TMA loads of a stage (one expect_tx arrival)
   if (threadIdx.x == 0) {
     for (int s = 0; s < FastConfig::kStages; ++s) {
       mbarrier_init(&full[s], FastConfig::kProducerThreads);
       mbarrier_init(&empty[s], FastConfig::kConsumerThreads);
+      mbarrier_init(&loaded[s], 1);
     }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");  // visible to the async proxy (TMA)
+  }
+  if constexpr (FastConfig::wgmma_consumers(kSource)) {
+    zero_upper_blocks(smem, threadIdx.x);
+    fence_proxy_async_shared();  // the zeros are read by wgmma
   }
   __syncthreads();
   const std::int64_t num_items = WorkItem::rows(p) * p.num_state_heads;
@@ -291,8 +320,12 @@ __global__ void __launch_bounds__(FastConfig::kThreads, 1) gdn_prefill_fast_kern
   // non-divergent path (else ptxas serialises them: C7520).
   const int warpgroup = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x) / 128, 0);
   if (warpgroup >= FastConfig::kConsumerThreads / 128) {
-    run_producer<kType, kSource>(p, smem, full, empty, num_items, profile);
+    if constexpr (FastConfig::wgmma_consumers(kSource))
+      asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(FastConfig::kProducerRegisters));
+    run_producer<kType, kSource>(p, maps, smem, full, empty, loaded, num_items, profile);
   } else {
+    if constexpr (FastConfig::wgmma_consumers(kSource))
+      asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(FastConfig::kConsumerRegisters));
     run_consumer<kType, kSource>(p, smem, full, empty, num_items, profile);
   }
 }
