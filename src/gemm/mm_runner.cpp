@@ -85,6 +85,9 @@ constexpr std::int64_t kFusedToM = 512;
 // the GEMM path at M = 1024 (4096 x 14336: fused 0.175-0.178 vs 0.182-0.184, 4096 x 4096 a tie,
 // 2048 x 7168 and 6144 x 4096 slower). M = 2048 not measured: the GEMM path stays.
 constexpr std::int64_t kFusedWideToM = 1024;
+// Wide N with 256 tokens: the interleaved issue order beat pingpong in every pair of fp4m3's
+// batches 1-3 on 28672 x 4096 (ms, il / pp): M = 256 0.1045 / 0.1066, 0.1043 / 0.1051; M = 512
+// 0.1986 / 0.2004; M = 768 0.3276 / 0.3335; M = 1024 0.3434 / 0.3471, 0.3405 / 0.3444.
 // Fused tile choice from the same sweep: 64 tokens up to M = 64; at N >= kSmallMWideToN 128 tokens
 // up to M = 128, else 256 with pingpong, no split; narrower N splits K in 2 (the N / 128 row blocks
 // alone leave most SMs idle), in 4 under 32 CTAs (2048 x 7168 M = 128), with 128 tokens up to
@@ -324,12 +327,14 @@ int MmRunner::default_fused_tactic(std::int64_t m) const {
   const std::int64_t ctas = row_blocks * ((m + tokens - 1) / tokens);
   int split = 1;  // compiled splits: 64 tokens x {1, 4}, 128 x {1, 2, 4}, 256 x {1, 2}
   if (!wide) split = tokens == 64 || (tokens == 128 && ctas < kFusedMinCtasForK2) ? 4 : 2;
-  const bool pingpong = wide && tokens >= 128;
+  // Wide N: 256 tokens interleaved (measured: the note under kFusedWideToM), 128 tokens pingpong.
+  const bool interleave = wide && tokens == 256;
+  const bool pingpong = wide && tokens == 128;
   const bool stream_k = !wide && (tokens == 64 || (tokens == 128 && ctas <= kStreamKMaxCtas));
   for (int i = 0; i < tactic_count(); ++i) {
     const MmTactic& t = tactics_[static_cast<std::size_t>(i)];
-    if (!t.large_m || t.large->algo != LargeMAlgo::kFusedWgmma || t.large->tile_m != tokens || t.large->interleave ||
-        t.large->persistent != stream_k || !can_run(t, m))
+    if (!t.large_m || t.large->algo != LargeMAlgo::kFusedWgmma || t.large->tile_m != tokens ||
+        t.large->interleave != interleave || t.large->persistent != stream_k || !can_run(t, m))
       continue;
     if (stream_k || (t.large->split_k == split && t.large->pingpong == pingpong)) return i;
   }

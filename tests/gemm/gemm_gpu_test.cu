@@ -287,11 +287,11 @@ TEST_F(GemmGpu, DecodeIsExactForEveryCodeAndScale) {
 TEST_F(GemmGpu, DefaultTacticIsFusedAtMidM) {
   struct Case { std::int64_t n, k, m; const char* want; };
   const Case cases[] = {{28672, 4096, 64, "fused_wgmma_64x128x64"},      {28672, 4096, 128, "fused_wgmma_128x128x64_pp"},
-                        {28672, 4096, 256, "fused_wgmma_256x128x64_pp"}, {28672, 4096, 512, "fused_wgmma_256x128x64_pp"},
+                        {28672, 4096, 256, "fused_wgmma_256x128x64_il"}, {28672, 4096, 512, "fused_wgmma_256x128x64_il"},
                         {4096, 14336, 128, "fused_wgmma_128x128x64_sk"}, {4096, 14336, 512, "fused_wgmma_256x128x64_k2"},
                         {2048, 7168, 128, "fused_wgmma_128x128x64_sk"},  {2048, 7168, 256, "fused_wgmma_128x128x64_sk"},
                         {4096, 4096, 256, "fused_wgmma_128x128x64_k2"},  {6144, 4096, 64, "fused_wgmma_64x128x64_sk"},
-                        {6144, 4096, 256, "fused_wgmma_256x128x64_k2"},  {28672, 4096, 1024, "fused_wgmma_256x128x64_pp"},
+                        {6144, 4096, 256, "fused_wgmma_256x128x64_k2"},  {28672, 4096, 1024, "fused_wgmma_256x128x64_il"},
                         {28672, 4096, 2048, "dequant_gemm"},             {4096, 14336, 1024, "dequant_gemm"}};
   for (const Case& c : cases) {
     auto runner = gemm::detail::mm_runner_for(0, DType::kBFloat16, c.n, c.k);
