@@ -16,6 +16,8 @@
 #include "gdn/decode_params.h"
 #include "gdn/decode_runner.h"
 #include "gdn/decode_tunable.h"
+#include "gdn/kernels/decode_pipelined_sm90.cuh"
+#include "gdn/kernels/decode_profile.cuh"
 #include "fastinfer/tune.h"
 #include "harness.h"
 #include "routines.h"
@@ -156,6 +158,7 @@ std::string tactic_label(const gdn::DecodeTactic& t) {
   if (t.chunked) label += "C";
   if (t.small_batch) label += "S";
   if (t.state_major) label += "M";
+  if (t.dynamic_items) label += "D";
   return label;
 }
 
@@ -313,6 +316,178 @@ nlohmann::json run_gdn_decode_scan(const BenchOptions& options) {
       }
   return {{"copy_tbps", ceil.copy_tbps}, {"rows", rows}};
 }
+
+// Routine "gdn_decode_profile": where the time of a call goes. Profile instantiations of the
+// register kernel and the pipelined kernel (decode_profile.cuh: per-CTA %globaltimer and clock64
+// stamps at entry, first state load issued, first data, last tile done, exit) on the shapes where
+// the fixed cost of a call matters (B = 32/64 against 256; B = 1, T = 4), next to the event time
+// of the same launch and of the production kernel of the same tactic.
+using ProfileLauncher = void (*)(const gdn::DecodeParams&);
+
+template <class Act, class State, int kLanes, int kRows, int kWarps, int kCtasPerSm, bool kDynamic = false>
+void launch_pipelined_profile(const gdn::DecodeParams& params) {
+  using Cfg = gdn::decode_sm90::PipelinedConfig<Act, State, kLanes, kRows, kWarps, kCtasPerSm, kDynamic>;
+  constexpr auto kernel =
+      gdn::decode_sm90::gdn_decode_pipelined_kernel<Act, State, kLanes, kRows, kWarps, kCtasPerSm, true, kDynamic>;
+  gdn::decode_sm90::launch_resident<Cfg, kernel, kCtasPerSm>(params, nullptr);
+}
+
+template <class Act, class State, int kLanes, int kRows, int kWarps>
+void launch_register_profile(const gdn::DecodeParams& params) {
+  constexpr int kRowsPerCta = kWarps * 32 / kLanes * kRows;
+  const long long ctas = static_cast<long long>(params.batch) * params.heads_v * (D / kRowsPerCta);
+  gdn::decode_sm90::gdn_decode_kernel<Act, State, kLanes, kRows, true><<<static_cast<unsigned>(ctas), kWarps * 32>>>(params);
+  FASTINFER_CUDA_CHECK(cudaGetLastError());
+}
+
+struct ProfileCase {
+  Shape shape;
+  gdn::DecodeTactic tactic;
+  ProfileLauncher launch;
+};
+
+// min / median / max of v (sorted in place).
+std::string spread(std::vector<double>& v) {
+  std::sort(v.begin(), v.end());
+  char text[64];
+  std::snprintf(text, sizeof text, "%6.2f %6.2f %6.2f", v.front(), v[v.size() / 2], v.back());
+  return text;
+}
+
+nlohmann::json run_gdn_decode_profile(const BenchOptions& options) {
+  using namespace gdn::decode_sm90;
+  using bf16 = __nv_bfloat16;
+  int device = 0;
+  FASTINFER_CUDA_CHECK(cudaGetDevice(&device));
+  int clock_khz = 0;
+  FASTINFER_CUDA_CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, device));
+  const gdn::DecodeTactic reg_8x4x2{8, 4, 2, 0}, reg_16x4x4{16, 4, 4, 0}, pipe_8x4x8{8, 4, 8, 1}, pipe_16x4x16{16, 4, 16, 1};
+  gdn::DecodeTactic dynamic_8x4x8 = pipe_8x4x8, dynamic_16x4x16 = pipe_16x4x16;
+  dynamic_8x4x8.dynamic_items = dynamic_16x4x16.dynamic_items = true;
+  std::vector<ProfileCase> cases;
+  for (int B : {32, 64, 256}) {
+    cases.push_back({{B, 1, 16, 32, DType::kFloat32}, reg_8x4x2, &launch_register_profile<bf16, float, 8, 4, 2>});
+    cases.push_back({{B, 1, 16, 32, DType::kFloat32}, pipe_8x4x8, &launch_pipelined_profile<bf16, float, 8, 4, 8, 1>});
+    cases.push_back({{B, 1, 16, 32, DType::kFloat32}, dynamic_8x4x8, &launch_pipelined_profile<bf16, float, 8, 4, 8, 1, true>});
+    cases.push_back({{B, 4, 16, 32, DType::kFloat32}, pipe_8x4x8, &launch_pipelined_profile<bf16, float, 8, 4, 8, 1>});
+    cases.push_back({{B, 4, 16, 32, DType::kFloat32}, dynamic_8x4x8, &launch_pipelined_profile<bf16, float, 8, 4, 8, 1, true>});
+    cases.push_back({{B, 1, 16, 32, DType::kBFloat16}, pipe_8x4x8, &launch_pipelined_profile<bf16, bf16, 8, 4, 8, 1>});
+    cases.push_back({{B, 1, 16, 32, DType::kBFloat16}, dynamic_8x4x8, &launch_pipelined_profile<bf16, bf16, 8, 4, 8, 1, true>});
+    cases.push_back({{B, 1, 16, 32, DType::kBFloat16}, pipe_16x4x16, &launch_pipelined_profile<bf16, bf16, 16, 4, 16, 1>});
+    cases.push_back({{B, 1, 16, 32, DType::kBFloat16}, dynamic_16x4x16, &launch_pipelined_profile<bf16, bf16, 16, 4, 16, 1, true>});
+  }
+  cases.push_back({{512, 1, 16, 32, DType::kFloat32}, reg_8x4x2, &launch_register_profile<bf16, float, 8, 4, 2>});
+  cases.push_back({{512, 1, 16, 32, DType::kFloat32}, dynamic_8x4x8, &launch_pipelined_profile<bf16, float, 8, 4, 8, 1, true>});
+  for (bool dynamic : {false, true}) {
+    cases.push_back({{512, 4, 16, 32, DType::kFloat32}, dynamic ? dynamic_8x4x8 : pipe_8x4x8,
+                     dynamic ? &launch_pipelined_profile<bf16, float, 8, 4, 8, 1, true> : &launch_pipelined_profile<bf16, float, 8, 4, 8, 1>});
+    cases.push_back({{512, 1, 16, 32, DType::kBFloat16}, dynamic ? dynamic_16x4x16 : pipe_16x4x16,
+                     dynamic ? &launch_pipelined_profile<bf16, bf16, 16, 4, 16, 1, true> : &launch_pipelined_profile<bf16, bf16, 16, 4, 16, 1>});
+  }
+  // Timing only (no profile instantiation): the tensor-core kernel, state-major (the default for
+  // bf16 pools at T = 2..4) against the tile-major order with claimed tiles.
+  gdn::DecodeTactic chunked_major{4, 2, 4, 3, true}, chunked_dynamic{4, 2, 4, 3, true};
+  chunked_major.state_major = true;
+  chunked_dynamic.dynamic_items = true;
+  for (int B : {32, 64, 256, 512})
+    for (const gdn::DecodeTactic& t : {chunked_major, chunked_dynamic}) cases.push_back({{B, 4, 16, 32, DType::kBFloat16}, t, nullptr});
+  for (DType st : {DType::kFloat32, DType::kBFloat16})
+    cases.push_back({{1, 4, 16, 32, st}, reg_16x4x4,
+                     st == DType::kFloat32 ? &launch_register_profile<bf16, float, 16, 4, 4> : &launch_register_profile<bf16, bf16, 16, 4, 4>});
+
+  std::printf("SM clock %.0f MHz. Per case: event ms of the production kernel and of the profile launch, then per event\n"
+              "the min / median / max over CTAs of us since the first CTA's entry (globaltimer), and the median of\n"
+              "us since the CTA's own entry by clock64; idle_end: per SM, us from its last exit to the kernel's.\n",
+              clock_khz / 1e3);
+  static const char* kEventNames[kProfileEvents] = {"entry", "first_issue", "first_data", "last_done", "exit"};
+  nlohmann::json rows = nlohmann::json::array();
+  for (const ProfileCase& c : cases) {
+    const Shape& s = c.shape;
+    const std::string label = s.label() + "_" + tactic_label(c.tactic);
+    if (!options.only_shapes.empty() && label.find(options.only_shapes) == std::string::npos) continue;
+    Problem p(s);
+    const bool pipelined = c.tactic.pipelined();
+    const int rows_per_cta = c.tactic.rows_per_cta();
+    const long long ctas = pipelined ? static_cast<long long>(std::min<long long>(
+                                           static_cast<long long>(s.batch) * s.heads_v * (D / rows_per_cta),
+                                           static_cast<long long>(device_info(device).sm_count) * c.tactic.ctas_per_sm))
+                                     : static_cast<long long>(s.batch) * s.heads_v * (D / rows_per_cta);
+    DeviceBuffer stamps(ctas * kProfileSlots * sizeof(std::uint64_t));
+    std::vector<gdn::DecodeParams> params;
+    for (const auto& x : p.args) {
+      params.push_back(gdn::make_decode_params(x));
+      params.back().profile_stamps = stamps.as<std::uint64_t>();
+    }
+    auto runner = gdn::decode_runner({DType::kBFloat16, s.state, c.tactic});
+    for (const auto& x : params) runner->run(x, nullptr);  // one pass: the fill's dirty lines out of L2
+    FASTINFER_CUDA_CHECK(cudaDeviceSynchronize());
+    const double production_ms = median_ms([&](int i) { runner->run(params[i % p.sets], nullptr); }, 3, 15);
+    const double profile_ms = c.launch ? median_ms([&](int i) { c.launch(params[i % p.sets]); }, 3, 15) : -1;
+    // The same launch on one set over and over: its code, slots, inputs and (at small B) state stay
+    // in L2 (against profile_ms: what the cold misses of a rotated call cost). Small batches queued.
+    const double warm_ms = s.batch <= kQueuedMaxBatch ? queued_median_ms([&](int) { runner->run(params[0], nullptr); }, 3, 15)
+                                                      : median_ms([&](int) { runner->run(params[0], nullptr); }, 3, 15);
+    const double cold_queued_ms =
+        s.batch <= kQueuedMaxBatch ? queued_median_ms([&](int i) { runner->run(params[i % p.sets], nullptr); }, 3, 15) : -1;
+    if (!c.launch) {
+      std::printf("%-32s production %.4f ms, one set %.4f ms, queued %.4f ms\n", label.c_str(), production_ms, warm_ms,
+                  cold_queued_ms);
+      rows.push_back({{"case", label}, {"production_ms", production_ms}, {"one_set_ms", warm_ms}, {"queued_ms", cold_queued_ms}});
+      continue;
+    }
+    FASTINFER_CUDA_CHECK(cudaMemset(stamps.get(), 0, stamps.bytes()));
+    c.launch(params[0]);  // set 0 was last touched 15+ launches ago (>= 3x L2 of other sets since)
+    FASTINFER_CUDA_CHECK(cudaDeviceSynchronize());
+    std::vector<std::uint64_t> h(ctas * kProfileSlots);
+    FASTINFER_CUDA_CHECK(cudaMemcpy(h.data(), stamps.get(), stamps.bytes(), cudaMemcpyDeviceToHost));
+    auto at = [&](long long cta, int word) { return h[cta * kProfileSlots + word]; };
+    std::uint64_t t0 = ~0ull, t_end = 0;
+    for (long long b = 0; b < ctas; ++b) t0 = std::min(t0, at(b, kProfileEntry)), t_end = std::max(t_end, at(b, kProfileExit));
+    std::printf("%-32s production %.4f ms, profile %.4f ms, one set %.4f ms, queued %.4f ms, %lld CTAs, span %.2f us\n",
+                label.c_str(), production_ms, profile_ms, warm_ms, cold_queued_ms, ctas, (t_end - t0) / 1e3);
+    nlohmann::json events = nlohmann::json::object();
+    for (int e = 0; e < kProfileEvents; ++e) {
+      if (!pipelined && e == kProfileFirstIssue) continue;
+      std::vector<double> since_start, since_entry;
+      for (long long b = 0; b < ctas; ++b) {
+        since_start.push_back((static_cast<double>(at(b, e)) - static_cast<double>(t0)) / 1e3);
+        since_entry.push_back((static_cast<double>(at(b, 8 + e)) - static_cast<double>(at(b, 8 + kProfileEntry))) / (clock_khz / 1e3));
+      }
+      std::sort(since_entry.begin(), since_entry.end());
+      const double cycles_median = since_entry[since_entry.size() / 2];
+      events[kEventNames[e]] = {{"min_us", *std::min_element(since_start.begin(), since_start.end())},
+                                {"max_us", *std::max_element(since_start.begin(), since_start.end())},
+                                {"clock_median_us", cycles_median}};
+      const std::string text = spread(since_start);
+      std::printf("  %-12s %s   clock %6.2f\n", kEventNames[e], text.c_str(), cycles_median);
+    }
+    // Per SM: its last exit against the kernel's last exit (the last wave / drain imbalance).
+    std::vector<double> last_exit(256, -1.0);
+    for (long long b = 0; b < ctas; ++b) {
+      const int sm = static_cast<int>(at(b, kProfileSmWord)) % 256;
+      last_exit[sm] = std::max(last_exit[sm], (static_cast<double>(at(b, kProfileExit)) - static_cast<double>(t0)) / 1e3);
+    }
+    std::vector<double> idle_end;
+    for (double x : last_exit)
+      if (x >= 0) idle_end.push_back((t_end - t0) / 1e3 - x);
+    const std::string idle = spread(idle_end);
+    std::printf("  %-12s %s   (%zu SMs)\n", "idle_end", idle.c_str(), idle_end.size());
+    if (pipelined) {
+      std::vector<double> items;
+      for (long long b = 0; b < ctas; ++b) items.push_back(static_cast<double>(at(b, kProfileItemsWord)));
+      const std::string text = spread(items);
+      std::printf("  %-12s %s\n", "items", text.c_str());
+    }
+    std::fflush(stdout);
+    rows.push_back({{"case", label}, {"production_ms", production_ms}, {"profile_ms", profile_ms}, {"one_set_ms", warm_ms},
+                    {"queued_ms", cold_queued_ms}, {"ctas", ctas},
+                    {"span_us", (t_end - t0) / 1e3}, {"events", events}});
+  }
+  return {{"rows", rows}};
+}
+
+const RoutineRegistration profile_registration{
+    {"gdn_decode_profile", "GDN decode: in-kernel timestamps of a call (fixed cost breakdown)", run_gdn_decode_profile}};
 
 const RoutineRegistration scan_registration{
     {"gdn_decode_scan", "GDN decode production path vs batch next to a matched copy", run_gdn_decode_scan}};

@@ -13,8 +13,9 @@ namespace fastinfer::gdn {
 
 // How a CTA orders its work items and who prepares the tokens (decode_chunked_sm90.cuh):
 // kTileMajor: tile blockIdx.x + i gridDim.x, the consumers prepare them per item; kStateMajor: both
-// half-state tiles of a state back to back, prepared once per state.
-enum class ChunkedVariant : int { kTileMajor, kStateMajor };
+// half-state tiles of a state back to back, prepared once per state; kTileMajorDynamic: tile-major
+// with the tiles after each CTA's first claimed from a per-stream counter (decode_work_counter).
+enum class ChunkedVariant : int { kTileMajor, kStateMajor, kTileMajorDynamic };
 template <DType kAct, int kWarps, int kCtasPerSm, ChunkedVariant kVariant = ChunkedVariant::kTileMajor>
 void launch_decode_chunked_sm90(const DecodeParams& params, Stream stream);
 
@@ -26,5 +27,7 @@ extern template void launch_decode_chunked_sm90<DType::kFloat16, 4, 2, ChunkedVa
 extern template void launch_decode_chunked_sm90<DType::kFloat16, 4, 3, ChunkedVariant::kTileMajor>(const DecodeParams&, Stream);
 extern template void launch_decode_chunked_sm90<DType::kBFloat16, 4, 3, ChunkedVariant::kStateMajor>(const DecodeParams&, Stream);
 extern template void launch_decode_chunked_sm90<DType::kFloat16, 4, 3, ChunkedVariant::kStateMajor>(const DecodeParams&, Stream);
+extern template void launch_decode_chunked_sm90<DType::kBFloat16, 4, 3, ChunkedVariant::kTileMajorDynamic>(const DecodeParams&, Stream);
+extern template void launch_decode_chunked_sm90<DType::kFloat16, 4, 3, ChunkedVariant::kTileMajorDynamic>(const DecodeParams&, Stream);
 
 }  // namespace fastinfer::gdn

@@ -32,9 +32,15 @@ void launch_decode_small_sm90(const DecodeParams& params, int warps, Stream stre
 // consumer warps + one producer warp, kCtasPerSm of them per SM, streaming tiles of
 // kConsumerWarps * (32 / kLanesPerRow) * kRowsPerThread rows through shared memory. More than 8
 // tokens run on the register kernel 8 x 4 (4 warps). Instantiated in
-// instantiations/decode_<act>_<state>state_pipelined.cu.
-template <DType kAct, DType kState, int kLanesPerRow, int kRowsPerThread, int kConsumerWarps, int kCtasPerSm>
+// instantiations/decode_<act>_<state>state_pipelined.cu. kDynamic: items after each CTA's first
+// two are claimed from a per-stream counter (decode_work_counter) instead of a fixed stride.
+template <DType kAct, DType kState, int kLanesPerRow, int kRowsPerThread, int kConsumerWarps, int kCtasPerSm,
+          bool kDynamic = false>
 void launch_decode_pipelined_sm90(const DecodeParams& params, Stream stream);
+
+// The dynamic pipelined kernels' counters on (device, stream): two ints from the workspace pool,
+// zeroed in stream order when the block is created; each launch leaves them zero (decode_runner.cpp).
+int* decode_work_counter(int device, Stream stream);
 
 // The most tokens one stage of the pipelined kernel holds (q, k and v of each).
 inline constexpr int kDecodePipelinedMaxTokens = 8;
@@ -87,5 +93,13 @@ extern template void launch_decode_pipelined_sm90<DType::kFloat16, DType::kBFloa
 extern template void launch_decode_pipelined_sm90<DType::kFloat16, DType::kBFloat16, 8, 2, 16, 1>(const DecodeParams&, Stream);
 extern template void launch_decode_pipelined_sm90<DType::kFloat16, DType::kBFloat16, 16, 4, 16, 1>(const DecodeParams&, Stream);
 extern template void launch_decode_pipelined_sm90<DType::kFloat16, DType::kBFloat16, 8, 2, 4, 2>(const DecodeParams&, Stream);
+extern template void launch_decode_pipelined_sm90<DType::kBFloat16, DType::kFloat32, 8, 4, 8, 1, true>(const DecodeParams&, Stream);
+extern template void launch_decode_pipelined_sm90<DType::kBFloat16, DType::kFloat32, 16, 4, 16, 1, true>(const DecodeParams&, Stream);
+extern template void launch_decode_pipelined_sm90<DType::kBFloat16, DType::kBFloat16, 8, 4, 8, 1, true>(const DecodeParams&, Stream);
+extern template void launch_decode_pipelined_sm90<DType::kBFloat16, DType::kBFloat16, 16, 4, 16, 1, true>(const DecodeParams&, Stream);
+extern template void launch_decode_pipelined_sm90<DType::kFloat16, DType::kFloat32, 8, 4, 8, 1, true>(const DecodeParams&, Stream);
+extern template void launch_decode_pipelined_sm90<DType::kFloat16, DType::kFloat32, 16, 4, 16, 1, true>(const DecodeParams&, Stream);
+extern template void launch_decode_pipelined_sm90<DType::kFloat16, DType::kBFloat16, 8, 4, 8, 1, true>(const DecodeParams&, Stream);
+extern template void launch_decode_pipelined_sm90<DType::kFloat16, DType::kBFloat16, 16, 4, 16, 1, true>(const DecodeParams&, Stream);
 
 }  // namespace fastinfer::gdn

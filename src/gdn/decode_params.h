@@ -52,6 +52,12 @@ struct DecodeParams {
   // Apply each token's decay lazily (decode_token_step.cuh; one FMA per state element and token
   // less). Always true from make_decode_params; false only where tests and the benchmark compare.
   bool lazy_decay;
+  // Per-CTA timestamps of a profile instantiation (kernels/decode_profile.cuh; the benchmark's
+  // gdn_decode_profile routine only). Production kernels never read it; null from make_decode_params.
+  std::uint64_t* profile_stamps;
+  // The dynamic pipelined kernels' item counters ({next claim, finished CTAs}, zero between
+  // launches); set by their launcher from the stream's workspace, null otherwise.
+  int* work_counter;
 };
 
 // The kernel view of validated arguments (scale resolved, output indices defaulted). Defined in

@@ -6,7 +6,9 @@
 #include "fastinfer/device.h"
 #include "fastinfer/error.h"
 #include "gdn/decode_chunked_launch.h"
+#include "runtime/cuda_check.h"
 #include "runtime/runner_cache.h"
+#include "runtime/workspace_pool.h"
 
 namespace fastinfer::gdn {
 namespace {
@@ -67,6 +69,29 @@ const std::array<std::array<PipelinedEntry, 4>, 4> kPipelined = {
     pipelined_for<DType::kBFloat16, DType::kFloat32>(), pipelined_for<DType::kBFloat16, DType::kBFloat16>(),
     pipelined_for<DType::kFloat16, DType::kFloat32>(), pipelined_for<DType::kFloat16, DType::kBFloat16>()};
 
+// Dynamic work order (session 7): whole-state tiles with 8 and 16 consumer warps.
+constexpr DecodeTactic dynamic_items(DecodeTactic t) {
+  t.dynamic_items = true;
+  return t;
+}
+template <DType kAct, DType kState>
+constexpr std::array<PipelinedEntry, 2> dynamic_for() {
+  return {{
+      {kAct, kState, dynamic_items({8, 4, 8, 1}), &launch_decode_pipelined_sm90<kAct, kState, 8, 4, 8, 1, true>},
+      {kAct, kState, dynamic_items({16, 4, 16, 1}), &launch_decode_pipelined_sm90<kAct, kState, 16, 4, 16, 1, true>},
+  }};
+}
+// And the tensor-core kernel's tile-major order with claimed tiles (three CTAs per SM).
+const std::array<PipelinedEntry, 2> kChunkedDynamic = {{
+    {DType::kBFloat16, DType::kBFloat16, dynamic_items({4, 2, 4, 3, true}),
+     &launch_decode_chunked_sm90<DType::kBFloat16, 4, 3, ChunkedVariant::kTileMajorDynamic>},
+    {DType::kFloat16, DType::kBFloat16, dynamic_items({4, 2, 4, 3, true}),
+     &launch_decode_chunked_sm90<DType::kFloat16, 4, 3, ChunkedVariant::kTileMajorDynamic>},
+}};
+const std::array<std::array<PipelinedEntry, 2>, 4> kDynamic = {
+    dynamic_for<DType::kBFloat16, DType::kFloat32>(), dynamic_for<DType::kBFloat16, DType::kBFloat16>(),
+    dynamic_for<DType::kFloat16, DType::kFloat32>(), dynamic_for<DType::kFloat16, DType::kBFloat16>()};
+
 // The tensor-core kernel (bf16 pools only): whole states with 8 warps, half states with 4 warps
 // (two or three CTAs per SM).
 constexpr DecodeTactic state_major(DecodeTactic t) {
@@ -119,6 +144,11 @@ PipelinedDecodeLauncher find_pipelined_launcher(const DecodeConfig& c) {
       if (e.act == c.act && e.state == c.state && e.tactic == c.tactic) return e.launch;
   for (const PipelinedEntry& e : kChunked)
     if (e.act == c.act && e.state == c.state && e.tactic == c.tactic) return e.launch;
+  for (const auto& family : kDynamic)
+    for (const PipelinedEntry& e : family)
+      if (e.act == c.act && e.state == c.state && e.tactic == c.tactic) return e.launch;
+  for (const PipelinedEntry& e : kChunkedDynamic)
+    if (e.act == c.act && e.state == c.state && e.tactic == c.tactic) return e.launch;
   return nullptr;
 }
 
@@ -138,8 +168,19 @@ DecodeRunner::DecodeRunner(const DecodeConfig& config)
                     std::to_string(t.lanes_per_row) + " rows_per_thread=" + std::to_string(t.rows_per_thread) +
                     " warps=" + std::to_string(t.warps) + " ctas_per_sm=" + std::to_string(t.ctas_per_sm) +
                     (t.chunked ? " chunked" : "") + (t.small_batch ? " small_batch" : "") +
-                    (t.state_major ? " state_major" : ""));
+                    (t.state_major ? " state_major" : "") + (t.dynamic_items ? " dynamic_items" : ""));
   }
+}
+
+int* decode_work_counter(int device, Stream stream) {
+  // Zero on entry: a new block is zeroed once, in stream order; every launch leaves it zero.
+  constexpr const char* kName = "gdn_decode.work_counter";
+  constexpr std::size_t kBytes = 2 * sizeof(int);
+  WorkspacePool& pool = WorkspacePool::global();
+  const bool created = pool.capacity(device, stream, kName) < kBytes;
+  void* counter = pool.get(device, stream, kName, kBytes);
+  if (created) FASTINFER_CUDA_CHECK(cudaMemsetAsync(counter, 0, kBytes, stream));
+  return static_cast<int*>(counter);
 }
 
 std::shared_ptr<const DecodeRunner> decode_runner(const DecodeConfig& config) {
@@ -170,6 +211,12 @@ std::vector<DecodeTactic> decode_tactics(DType act, DType state) {
           t.small_batch = true;
           if (find_launcher({act, state, t}) != nullptr) out.push_back(t);
         }
+  // Appended in session 7 (gdn_decode/v5): the pipelined kernels with the dynamic work order.
+  for (const auto& family : kDynamic)
+    for (const PipelinedEntry& e : family)
+      if (e.act == act && e.state == state) out.push_back(e.tactic);
+  for (const PipelinedEntry& e : kChunkedDynamic)
+    if (e.act == act && e.state == state) out.push_back(e.tactic);
   return out;
 }
 
@@ -200,13 +247,20 @@ DecodeTactic choose_decode_tactic(DType state, long long batch, int heads_v, int
   // fp32 pool, one token: the register kernel. Session 3's sweep (H200, heads 16/32 and 16/64):
   // 8 lanes x 4 rows in 2-warp CTAs from 4 states per SM up (B = 32..512: 73-90% of the copy
   // bandwidth, 5-14% faster than 16 x 4 x 2, which session 2 had measured fastest everywhere).
-  if (state == DType::kFloat32 && tokens == 1) return {8, 4, 2, 0};
+  if (state == DType::kFloat32 && tokens == 1 && states < 48 * sms) return {8, 4, 2, 0};
+  // From 48 states per SM (B = 256 and 512) the pipelined kernel with the dynamic work order is
+  // 0.5-2% faster (session 7, H200, production path against HEAD's register kernel in the same
+  // job: B = 256 0.2820-0.2833 ms against 0.2844-0.2861, B = 512 0.5530-0.5541 against
+  // 0.5647-0.5663; at B = 32/64 the register kernel stays 2-5% ahead of it).
+  if (state == DType::kFloat32 && tokens == 1) return dynamic_items({8, 4, 8, 1});
   // bf16 pools, windows of 2..4 tokens: the tensor-core kernel, three CTAs per SM, from a quarter
   // state per SM (session 5, T = 4: B = 2 tile-major L4R2W4P3C 9.57 us against 9.92 for register
   // 16 x 4 x 4; above half a state per SM state-major L4R2W4P3CM: B = 4/8/256/512 11.2/13.6/
   // 164/319 us against 11.7/15.1/167/324 tile-major, B = 32/64 within 1%: 30.1/49.6 against
   // 29.8/49.3). B = 1 stays on the register kernel (9.0 us; tensor-core 9.1).
   if (state == DType::kBFloat16 && tokens >= 2 && tokens <= 4 && 4 * states > sms) {
+    // (Session 7: tile-major with claimed tiles, L4R2W4P3CD, was 3-8% slower than state-major at
+    // B = 32-512: B = 256 0.1724-0.1734 ms against 0.1645-0.1655.)
     DecodeTactic t{4, 2, 4, 3, true};
     t.state_major = 2 * states > sms;
     return t;
@@ -225,6 +279,11 @@ DecodeTactic choose_decode_tactic(DType state, long long batch, int heads_v, int
   // Otherwise bf16 pools (one token) and fp32 MTP windows: the pipelined kernel (whole-state tiles,
   // 8 consumer warps, one CTA per SM) was the fastest from B = 32 (1024 states, ~8 per SM) up:
   // 3-23% over the best register tactic (session 2).
+  // fp32 MTP windows from 12 states per SM: the dynamic work order (session 7, H200, T = 4, jobs 2
+  // and 4: B = 64 0.0821-0.0831 ms against 0.0854-0.0873 static, B = 256 0.2881-0.2907 against
+  // 0.3022-0.3102, B = 512 0.5602-0.5655 against 0.5971-0.6070; B = 32 0.0488-0.0496 against
+  // 0.0479-0.0489, so static there). Not for bf16 pools at T = 1: 1-5% slower (B = 32..512).
+  if (state == DType::kFloat32 && tokens <= kDecodePipelinedMaxTokens && states >= 12 * sms) return dynamic_items({8, 4, 8, 1});
   if (tokens <= kDecodePipelinedMaxTokens && states >= 4 * sms) return {8, 4, 8, 1};
   // fp32 MTP windows from 1.5 states per SM (session 5, T = 4, B = 8: register 8 x 4 x 4 18.4 us
   // against 20.7 for 16 x 4 x 4 and 20.2 pipelined).

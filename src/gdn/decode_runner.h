@@ -29,6 +29,8 @@ namespace fastinfer::gdn {
 // (decode_small_sm90.cuh; ctas_per_sm == 0): slot-independent loads first, no CTA barrier.
 // state_major (tensor-core kernel, half states): a CTA takes both tiles of a state back to back
 // and prepares the tokens once per state.
+// dynamic_items (pipelined kernel): after each CTA's first two tiles, tiles are claimed from a
+// per-stream counter, so that SMs that stream faster take more of them.
 struct DecodeTactic {
   int lanes_per_row = 8;
   int rows_per_thread = 2;
@@ -37,6 +39,7 @@ struct DecodeTactic {
   bool chunked = false;
   bool small_batch = false;
   bool state_major = false;
+  bool dynamic_items = false;
   friend bool operator==(const DecodeTactic&, const DecodeTactic&) = default;
 
   int rows_per_cta() const { return warps * (32 / lanes_per_row) * rows_per_thread; }
@@ -59,7 +62,8 @@ struct DecodeConfigHash {
     h = h * 31 + static_cast<std::size_t>(c.tactic.ctas_per_sm);
     h = h * 2 + static_cast<std::size_t>(c.tactic.chunked);
     h = h * 2 + static_cast<std::size_t>(c.tactic.small_batch);
-    return h * 2 + static_cast<std::size_t>(c.tactic.state_major);
+    h = h * 2 + static_cast<std::size_t>(c.tactic.state_major);
+    return h * 2 + static_cast<std::size_t>(c.tactic.dynamic_items);
   }
 };
 

@@ -291,7 +291,8 @@ TEST_F(GdnDecodeGpuExtra, StridedActivationsAndGates) {
 std::string tactic_name(DType state, const gdn::DecodeTactic& t) {
   return "state " + std::string(dtype_name(state)) + " lanes " + std::to_string(t.lanes_per_row) + " rows " +
          std::to_string(t.rows_per_thread) + " warps " + std::to_string(t.warps) + " ctas/SM " + std::to_string(t.ctas_per_sm) +
-         (t.chunked ? " chunked" : "") + (t.small_batch ? " small_batch" : "") + (t.state_major ? " state_major" : "");
+         (t.chunked ? " chunked" : "") + (t.small_batch ? " small_batch" : "") + (t.state_major ? " state_major" : "") +
+         (t.dynamic_items ? " dynamic_items" : "");
 }
 
 TEST_F(GdnDecodeGpuExtra, EveryTacticMatchesReference) {
@@ -382,10 +383,11 @@ TEST_F(GdnDecodeGpuExtra, SmallBatchTacticsOnEveryWindow) {
 // reused many times, both barrier phases), padded sequences at random positions (negative
 // indices), in-place and out-of-place pools, verification only, fp16 activations, and the longest
 // staged MTP window (8 tokens) next to one that falls back to the register kernel (9).
-TEST_F(GdnDecodeGpuExtra, PipelinedTacticsOnLargeBatches) {
+// One test per pool dtype (the slowest of the suite: two processes can run them side by side).
+void pipelined_tactics_on_large_batches(DType state) {
   int tested = 0;
-  for (DType state : {DType::kFloat32, DType::kBFloat16})
-    for (const gdn::DecodeTactic& t : gdn::decode_tactics(DType::kBFloat16, state)) {
+  for (const gdn::DecodeTactic& t : gdn::decode_tactics(DType::kBFloat16, state)) {
+    {
       if (!t.pipelined()) continue;
       SCOPED_TRACE(tactic_name(state, t));
       const std::uint64_t seed = 2000 + t.rows_per_thread * 10 + t.warps + t.ctas_per_sm * 7 + (state == DType::kFloat32);
@@ -417,10 +419,14 @@ TEST_F(GdnDecodeGpuExtra, PipelinedTacticsOnLargeBatches) {
         check_against_reference(make_decode_problem(s, seed + 4), gdn::decode_runner({DType::kBFloat16, state, t}).get());
       }
       ++tested;
-      if (HasFatalFailure() || HasFailure()) return;
+      if (::testing::Test::HasFatalFailure() || ::testing::Test::HasFailure()) return;
     }
+  }
   EXPECT_GT(tested, 0) << "no pipelined tactic instantiated";
 }
+
+TEST_F(GdnDecodeGpuExtra, PipelinedTacticsOnLargeBatchesF32) { pipelined_tactics_on_large_batches(DType::kFloat32); }
+TEST_F(GdnDecodeGpuExtra, PipelinedTacticsOnLargeBatchesBf16) { pipelined_tactics_on_large_batches(DType::kBFloat16); }
 
 // The tensor-core kernel (bf16 pools): gates that underflow the decay products and saturate beta,
 // every window length it stages (1..8, fp32 intermediate states), and bit-identical repeats.
@@ -536,6 +542,61 @@ TEST_F(GdnDecodeGpuExtra, GraphCaptureOnAStream) {
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
   cudaStreamDestroy(stream);
+}
+
+// The dynamic work order (tiles claimed from a per-stream counter that every launch leaves zero):
+// on a non-blocking stream, the first call (counter created) against the reference, then a CUDA
+// graph of the launch replayed three times and eager calls on the same stream in between, each
+// bit-identical to the first (out of place and verification only, so every run sees the same
+// input). A counter left non-zero would skip tiles (NaN-poisoned outputs stay) or repeat them.
+TEST_F(GdnDecodeGpuExtra, DynamicWorkOrderReplaysAndRepeats) {
+  int tested = 0;
+  for (DType state : {DType::kFloat32, DType::kBFloat16})
+    for (const gdn::DecodeTactic& t : gdn::decode_tactics(DType::kBFloat16, state)) {
+      if (!t.dynamic_items) continue;
+      SCOPED_TRACE(tactic_name(state, t));
+      DecodeShape s = shape(40, 2, 16, 32, state);  // 1280 tiles: ~10 per resident CTA
+      s.out_of_place = true; s.padded = 5;
+      const DecodeProblem p = make_decode_problem(s, 6100 + (state == DType::kFloat32) + 2 * t.warps);
+      DeviceProblem dev(p);
+      cudaStream_t stream;
+      CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+      const auto runner = gdn::decode_runner({DType::kBFloat16, state, t});
+      const gdn::DecodeParams params = gdn::make_decode_params(dev.args);
+      runner->run(params, stream);
+      CUDA_OK(cudaStreamSynchronize(stream));
+      DecodeProblem first = p;
+      dev.download_into(first);
+      {
+        DecodeProblem cpu = p;
+        gdn::decode(cpu.args());
+        expect_close("output", first.output, cpu.output, 0, cpu.output.numel(), tolerance_for(DType::kBFloat16));
+        expect_close("state", first.state, cpu.state, 0, cpu.state.numel(), tolerance_for(state));
+      }
+      cudaGraph_t graph;
+      cudaGraphExec_t exec;
+      CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+      runner->run(params, stream);
+      CUDA_OK(cudaStreamEndCapture(stream, &graph));
+      CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+      for (int run = 0; run < 6; ++run) {
+        SCOPED_TRACE("run " + std::to_string(run) + (run % 2 ? " eager" : " graph"));
+        CUDA_OK(cudaMemsetAsync(dev.output.ptr, 0xff, p.output.nbytes(), stream));  // NaN poison
+        if (run % 2) runner->run(params, stream);
+        else CUDA_OK(cudaGraphLaunch(exec, stream));
+        CUDA_OK(cudaStreamSynchronize(stream));
+        DecodeProblem again = p;
+        dev.download_into(again);
+        EXPECT_TRUE(same_bytes(first.output, again.output, 0, p.output.numel())) << "outputs differ";
+        EXPECT_TRUE(same_bytes(first.state, again.state, 0, p.state.numel())) << "states differ";
+      }
+      cudaGraphExecDestroy(exec);
+      cudaGraphDestroy(graph);
+      cudaStreamDestroy(stream);
+      ++tested;
+      if (HasFatalFailure() || HasFailure()) return;
+    }
+  EXPECT_GT(tested, 0) << "no dynamic work-order tactic instantiated";
 }
 
 }  // namespace

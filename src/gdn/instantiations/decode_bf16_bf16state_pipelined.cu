@@ -8,5 +8,8 @@ template void launch_decode_pipelined_sm90<DType::kBFloat16, DType::kBFloat16, 8
 template void launch_decode_pipelined_sm90<DType::kBFloat16, DType::kBFloat16, 8, 2, 16, 1>(const DecodeParams&, Stream);
 template void launch_decode_pipelined_sm90<DType::kBFloat16, DType::kBFloat16, 16, 4, 16, 1>(const DecodeParams&, Stream);
 template void launch_decode_pipelined_sm90<DType::kBFloat16, DType::kBFloat16, 8, 2, 4, 2>(const DecodeParams&, Stream);
+// Dynamic work order (session 7).
+template void launch_decode_pipelined_sm90<DType::kBFloat16, DType::kBFloat16, 8, 4, 8, 1, true>(const DecodeParams&, Stream);
+template void launch_decode_pipelined_sm90<DType::kBFloat16, DType::kBFloat16, 16, 4, 16, 1, true>(const DecodeParams&, Stream);
 
 }  // namespace fastinfer::gdn

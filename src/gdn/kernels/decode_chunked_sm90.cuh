@@ -89,10 +89,11 @@ struct ChunkedConfig {
   static constexpr int kStageTokens = kCtas * kWarps > 8 ? kTokens : kPipelinedMaxTokens;
   static constexpr int kTileRows = 16 * kWarps;
   static constexpr int kTilesPerState = kDecodeHeadDim / kTileRows;
-  static constexpr int kItemsPerStep = kVariant == ChunkedVariant::kTileMajor ? 1 : kTilesPerState;  // nth_item
+  static constexpr int kItemsPerStep = kVariant == ChunkedVariant::kStateMajor ? kTilesPerState : 1;  // nth_item
   // The producer loads an item's slots and gates one item ahead (session 5's order): two ahead
   // measured 0.5-1% slower here (H200 session 6, T = 4, B = 256/512; the consumers bound this kernel).
   static constexpr int kProducerPrefetch = 1;
+  static constexpr bool kDynamicItems = kVariant == ChunkedVariant::kTileMajorDynamic;  // produce_dynamic
   static constexpr int kRowBytes = kDecodeHeadDim * int(sizeof(State));
   static constexpr int kTileBytes = kTileRows * kRowBytes;
   static constexpr int kChunkRows = 8, kChunks = kTileRows / kChunkRows;
@@ -116,6 +117,7 @@ struct ChunkedConfig {
     Act v[kStageTokens][kTileRows];
     float alpha[kStageTokens], beta[kStageTokens];
     int in_slot, out_slot;
+    int item;  // dynamic work order only (produce_dynamic)
   };
   // The rank-T update as an mma: D = P H0 + [W_hi W_hi W_lo 0] [K_hi; K_lo; K_hi; 0], segments of
   // kTokens along k (kUpdateK in all). Its B is read with ldmatrix.trans straight from the operand's
@@ -238,11 +240,15 @@ __device__ void consume_chunked(const DecodeParams& p, typename Cfg::Smem& smem,
 
   int prev_stage = -1;  // warp 0: the stage whose bulk stores were issued one item ago
   for (int i = 0;; ++i) {
-    const int item = nth_item<Cfg>(i);
-    if (item >= items) break;
+    int item = nth_item<Cfg>(i);
+    if (!Cfg::kDynamicItems && item >= items) break;
     const int s = i % Cfg::kStages;
     mbarrier_wait(&smem.full[s], (i / Cfg::kStages) & 1);
     typename Cfg::Stage& st = smem.stage[s];
+    if constexpr (Cfg::kDynamicItems) {
+      item = st.item;
+      if (item < 0) break;  // uniform: every consumer reads the same stage
+    }
     const ItemCoords at = item_coords<Cfg>(p, item);
     const int seq = at.seq, head_v = at.head_v;
     const int in_slot = st.in_slot, out_slot = st.out_slot;
@@ -456,8 +462,14 @@ __global__ void __launch_bounds__(ChunkedConfig<Act, kTokens, kWarps, kCtas, kVa
   if (threadIdx.x < 4) smem.tokens.zero[threadIdx.x] = 0u;
   __syncthreads();
   const int items = p.batch * p.heads_v * Cfg::kTilesPerState;
-  if (threadIdx.x >= Cfg::kConsumerThreads) produce<Cfg, Act, typename Cfg::State>(p, smem, items);
-  else consume_chunked<Cfg, Act, kTokens>(p, smem, items);
+  if constexpr (Cfg::kDynamicItems) {
+    if (threadIdx.x >= Cfg::kConsumerThreads) produce_dynamic<Cfg, Act, typename Cfg::State>(p, smem, items);
+    else consume_chunked<Cfg, Act, kTokens>(p, smem, items);
+    finish_dynamic_items(p);
+  } else {
+    if (threadIdx.x >= Cfg::kConsumerThreads) produce<Cfg, Act, typename Cfg::State>(p, smem, items);
+    else consume_chunked<Cfg, Act, kTokens>(p, smem, items);
+  }
 }
 
 template <class Act, int kTokens, int kWarps, int kCtas, ChunkedVariant kVariant>

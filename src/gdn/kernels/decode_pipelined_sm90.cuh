@@ -17,6 +17,11 @@
 //    (decode_token_step.cuh), write outputs and intermediate states directly, put the final
 //    state back into the stage and let one thread bulk-store it. That thread frees a stage
 //    (`empty`) once its bulk store has read it, one item later, so it never waits for a store.
+// Work order: item i of a CTA is tile blockIdx.x + i * gridDim.x (nth_item), or with kDynamic
+// (session 7) that for the first Cfg::kProducerPrefetch items and every later one claimed from a
+// per-stream counter (decode_work_counter), so that SMs which stream faster take more items: with
+// static items the SMs' finishing times spread over 4-17 us at B = 32-64 and 50 us at B = 256
+// (fp32 pool, T = 4; H200 profile, docs/GDN_DECODE.md) while the call waits for the last one.
 // Any number of tokens up to kPipelinedMaxTokens (the stage holds every token's q, k and v);
 // the launcher runs longer MTP windows on the register kernel.
 #include <cuda_bf16.h>
@@ -31,6 +36,7 @@
 #include "gdn/decode_launch.h"
 #include "gdn/decode_params.h"
 #include "gdn/kernels/decode_bulk_copy.cuh"
+#include "gdn/kernels/decode_profile.cuh"
 #include "gdn/kernels/decode_sm90.cuh"
 #include "gdn/kernels/decode_token_step.cuh"
 #include "gdn/kernels/decode_vector_io.cuh"
@@ -55,6 +61,7 @@ struct alignas(16) PipelineStage {
   float alpha[kPipelinedMaxTokens], beta[kPipelinedMaxTokens];
   int in_slot;   // -1: padding (nothing was loaded)
   int out_slot;  // as given: may be -1
+  int item;      // dynamic work order only: the item in the stage, -1 once the items have run out
 };
 
 // The shared memory of a pipelined decode CTA: a ring of state stages next to the per-CTA token
@@ -76,8 +83,10 @@ struct StageRing {
   static_assert(kSmemBytes + kSmemReservedPerCta <= kSmemPerSm / kCtasPerSm);
 };
 
-template <class Act, class State, int kLanesPerRow, int kRowsPerThread, int kConsumerWarps, int kCtasPerSm>
+template <class Act, class State, int kLanesPerRow, int kRowsPerThread, int kConsumerWarps, int kCtasPerSm,
+          bool kDynamic = false>
 struct PipelinedConfig {
+  static constexpr bool kDynamicItems = kDynamic;
   static constexpr int kConsumerWarpCount = kConsumerWarps;
   static constexpr int kConsumerThreads = kConsumerWarps * 32;
   static constexpr int kThreads = kConsumerThreads + 32;  // + the producer warp
@@ -179,7 +188,7 @@ __device__ __forceinline__ ProducerMeta load_producer_meta(const DecodeParams& p
 
 // The producer's work for the CTA's i-th item (`item`, metadata `m`): waits for the free stage,
 // publishes gates and slots, issues the bulk copies.
-template <class Cfg, class Act, class State>
+template <class Cfg, class Act, class State, bool kProfile = false>
 __device__ __forceinline__ void produce_item(const DecodeParams& p, typename Cfg::Smem& smem, int i, int item,
                                              const ProducerMeta& m, int lane) {
   constexpr std::int64_t kStateElems = std::int64_t{kDecodeHeadDim} * kDecodeHeadDim;
@@ -200,6 +209,7 @@ __device__ __forceinline__ void produce_item(const DecodeParams& p, typename Cfg
   if (lane == 0) {
     st.in_slot = valid ? in_slot : -1;
     st.out_slot = out_slot;
+    if constexpr (Cfg::kDynamicItems) st.item = item;
   }
   __syncwarp();  // the gate and slot writes happen before the arrival that publishes them
   if (!valid) {
@@ -212,6 +222,7 @@ __device__ __forceinline__ void produce_item(const DecodeParams& p, typename Cfg
   const State* tile = static_cast<const State*>(p.state) + (std::int64_t{in_slot} * p.heads_v + at.head_v) * kStateElems +
                       at.row0 * kDecodeHeadDim;
   Cfg::load_state(st, tile, &smem.full[s], lane);  // the stage's state layout is the config's
+  if (i == 0 && lane == 0) profile_stamp<kProfile>(p, kProfileFirstIssue);
   // Lane 3t + {0, 1, 2}: q, k, v of token t.
   if (lane < 3 * p.tokens) {
     const int t = lane / 3, which = lane % 3;
@@ -227,7 +238,7 @@ __device__ __forceinline__ void produce_item(const DecodeParams& p, typename Cfg
 // Producer warp: fills stages ahead of the consumers. Item i + kPrefetch's metadata is loaded once
 // item i is produced, into the registers item i's used (a static index: the loop is unrolled by
 // the prefetch depth).
-template <class Cfg, class Act, class State>
+template <class Cfg, class Act, class State, bool kProfile = false>
 __device__ void produce(const DecodeParams& p, typename Cfg::Smem& smem, int items) {
   constexpr int kPrefetch = Cfg::kProducerPrefetch;
   const int lane = threadIdx.x % 32;
@@ -239,14 +250,70 @@ __device__ void produce(const DecodeParams& p, typename Cfg::Smem& smem, int ite
     for (int j = 0; j < kPrefetch; ++j) {
       const int item = nth_item<Cfg>(i + j);
       if (item >= items) return;
-      produce_item<Cfg, Act, State>(p, smem, i + j, item, meta[j], lane);
+      produce_item<Cfg, Act, State, kProfile>(p, smem, i + j, item, meta[j], lane);
       meta[j] = load_producer_meta<Cfg>(p, nth_item<Cfg>(i + j + kPrefetch), items, lane);
     }
   }
 }
 
+// Dynamic work order (Cfg::kDynamicItems): the CTA's first kProducerPrefetch items are its static
+// ones (nth_item: the same start as the static order), every later one is claimed from
+// p.work_counter when the item kProducerPrefetch steps earlier is produced; claims are increasing,
+// so the first one past the end ends the CTA: the producer marks its stage `item = -1`. (Claiming
+// one step earlier, so that the atomic's round trip leaves the producer's path, measured 0.3-1%
+// slower for fp32 pools and 4-12% slower for bf16 T = 1: H200, session 7 batch 3.)
+template <class Cfg, class Act, class State, bool kProfile = false>
+__device__ void produce_dynamic(const DecodeParams& p, typename Cfg::Smem& smem, int items) {
+  constexpr int kPrefetch = Cfg::kProducerPrefetch;
+  const int lane = threadIdx.x % 32;
+  auto claim = [&] {
+    int claimed = 0;
+    if (lane == 0) claimed = atomicAdd(p.work_counter, 1);
+    return kPrefetch * static_cast<int>(gridDim.x) + __shfl_sync(0xffffffffu, claimed, 0);
+  };
+  int next[kPrefetch];
+  ProducerMeta meta[kPrefetch];
+#pragma unroll
+  for (int j = 0; j < kPrefetch; ++j) {
+    next[j] = nth_item<Cfg>(j);
+    meta[j] = load_producer_meta<Cfg>(p, next[j], items, lane);
+  }
+  for (int i = 0;; i += kPrefetch) {
+#pragma unroll
+    for (int j = 0; j < kPrefetch; ++j) {
+      const int item = next[j];
+      if (item >= items) {  // the end: one more stage, marked, for the consumers
+        const int s = (i + j) % Cfg::kStages;
+        if (i + j >= Cfg::kStages) mbarrier_wait(&smem.empty[s], ((i + j) / Cfg::kStages - 1) & 1);
+        if (lane == 0) {
+          smem.stage[s].item = -1;
+          mbarrier_arrive(&smem.full[s]);
+        }
+        return;
+      }
+      produce_item<Cfg, Act, State, kProfile>(p, smem, i + j, item, meta[j], lane);
+      next[j] = claim();
+      meta[j] = load_producer_meta<Cfg>(p, next[j], items, lane);
+    }
+  }
+}
+
+// The end of a dynamic-order CTA (every thread calls it): once the CTA is done, so its producer has
+// stopped claiming, the last CTA to finish leaves the counters zero for the next launch on this
+// stream (kernel boundaries order the launches).
+__device__ __forceinline__ void finish_dynamic_items(const DecodeParams& p) {
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    if (atomicAdd(p.work_counter + 1, 1) == static_cast<int>(gridDim.x) - 1) {
+      p.work_counter[0] = 0;
+      p.work_counter[1] = 0;
+    }
+  }
+}
+
 // Consumer warps: run the tokens of each item on its tile.
-template <class Cfg, class Act, class State, int kLanesPerRow, int kRowsPerThread>
+template <class Cfg, class Act, class State, int kLanesPerRow, int kRowsPerThread, bool kProfile = false>
 __device__ void consume(const DecodeParams& p, typename Cfg::Smem& smem, int items) {
   using Slice = RowSlice<State, kLanesPerRow>;
   constexpr std::int64_t kStateElems = std::int64_t{kDecodeHeadDim} * kDecodeHeadDim;
@@ -258,10 +325,15 @@ __device__ void consume(const DecodeParams& p, typename Cfg::Smem& smem, int ite
 
   int prev_stage = -1;  // the stage whose bulk store was issued one item ago (thread 0 only)
   int i = 0;
-  for (int item = blockIdx.x; item < items; item += gridDim.x, ++i) {
+  for (int item = blockIdx.x; Cfg::kDynamicItems || item < items; item += gridDim.x, ++i) {
     const int s = i % Cfg::kStages;
     mbarrier_wait(&smem.full[s], (i / Cfg::kStages) & 1);
+    if (i == 0 && tid == 0) profile_stamp<kProfile>(p, kProfileFirstData);
     typename Cfg::Stage& st = smem.stage[s];
+    if constexpr (Cfg::kDynamicItems) {
+      item = st.item;
+      if (item < 0) break;  // uniform: every consumer reads the same stage
+    }
     const ItemCoords at = item_coords<Cfg>(p, item);
     const int in_slot = st.in_slot, out_slot = st.out_slot;
     const bool store = in_slot >= 0 && p.update_state && out_slot >= 0 && out_slot < p.pool_size;
@@ -321,17 +393,24 @@ __device__ void consume(const DecodeParams& p, typename Cfg::Smem& smem, int ite
       prev_stage = s;
     }
   }
-  if (tid == 0) bulk_wait_read<0>();  // shared memory must outlive the last store's reads
+  if (tid == 0) {
+    profile_stamp<kProfile>(p, kProfileLastDone);
+    profile_items<kProfile>(p, i);
+    bulk_wait_read<0>();  // shared memory must outlive the last store's reads
+    profile_stamp<kProfile>(p, kProfileExit);
+  }
 }
 
-template <class Act, class State, int kLanesPerRow, int kRowsPerThread, int kConsumerWarps, int kCtasPerSm>
+template <class Act, class State, int kLanesPerRow, int kRowsPerThread, int kConsumerWarps, int kCtasPerSm, bool kProfile = false,
+          bool kDynamic = false>
 __global__ void __launch_bounds__(PipelinedConfig<Act, State, kLanesPerRow, kRowsPerThread, kConsumerWarps, kCtasPerSm>::kThreads,
                                   kCtasPerSm)
     gdn_decode_pipelined_kernel(const __grid_constant__ DecodeParams p) {
-  using Cfg = PipelinedConfig<Act, State, kLanesPerRow, kRowsPerThread, kConsumerWarps, kCtasPerSm>;
+  using Cfg = PipelinedConfig<Act, State, kLanesPerRow, kRowsPerThread, kConsumerWarps, kCtasPerSm, kDynamic>;
   extern __shared__ __align__(16) unsigned char smem_bytes[];
   auto& smem = *reinterpret_cast<typename Cfg::Smem*>(smem_bytes);
   if (threadIdx.x == 0) {
+    profile_stamp<kProfile>(p, kProfileEntry);
     for (int s = 0; s < Cfg::kStages; ++s) {
       mbarrier_init(&smem.full[s], 1);   // the producer's arrival (+ the copies' bytes)
       mbarrier_init(&smem.empty[s], 1);  // the storing consumer thread's arrival
@@ -340,8 +419,14 @@ __global__ void __launch_bounds__(PipelinedConfig<Act, State, kLanesPerRow, kRow
   }
   __syncthreads();
   const int items = p.batch * p.heads_v * Cfg::kTilesPerState;
-  if (threadIdx.x >= Cfg::kConsumerThreads) produce<Cfg, Act, State>(p, smem, items);
-  else consume<Cfg, Act, State, kLanesPerRow, kRowsPerThread>(p, smem, items);
+  if constexpr (kDynamic) {
+    if (threadIdx.x >= Cfg::kConsumerThreads) produce_dynamic<Cfg, Act, State, kProfile>(p, smem, items);
+    else consume<Cfg, Act, State, kLanesPerRow, kRowsPerThread, kProfile>(p, smem, items);
+    finish_dynamic_items(p);
+  } else {
+    if (threadIdx.x >= Cfg::kConsumerThreads) produce<Cfg, Act, State, kProfile>(p, smem, items);
+    else consume<Cfg, Act, State, kLanesPerRow, kRowsPerThread, kProfile>(p, smem, items);
+  }
 }
 
 // Launches a resident-CTA decode kernel (pipelined or tensor-core): one CTA per resident slot,
@@ -364,7 +449,13 @@ void launch_resident(const DecodeParams& params, Stream stream) {
   const long long steps = static_cast<long long>(params.batch) * params.heads_v * Cfg::kTilesPerState / Cfg::kItemsPerStep;
   const long long ctas =
       std::min<long long>(steps, static_cast<long long>(resident_per_sm.load(std::memory_order_relaxed)) * params.sm_count);
-  kKernel<<<static_cast<unsigned>(ctas), Cfg::kThreads, Cfg::kSmemBytes, stream>>>(params);
+  if constexpr (Cfg::kDynamicItems) {
+    DecodeParams dynamic = params;
+    dynamic.work_counter = decode_work_counter(device, stream);
+    kKernel<<<static_cast<unsigned>(ctas), Cfg::kThreads, Cfg::kSmemBytes, stream>>>(dynamic);
+  } else {
+    kKernel<<<static_cast<unsigned>(ctas), Cfg::kThreads, Cfg::kSmemBytes, stream>>>(params);
+  }
   FASTINFER_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -372,7 +463,7 @@ void launch_resident(const DecodeParams& params, Stream stream) {
 
 namespace fastinfer::gdn {
 
-template <DType kAct, DType kState, int kLanesPerRow, int kRowsPerThread, int kConsumerWarps, int kCtasPerSm>
+template <DType kAct, DType kState, int kLanesPerRow, int kRowsPerThread, int kConsumerWarps, int kCtasPerSm, bool kDynamic>
 void launch_decode_pipelined_sm90(const DecodeParams& params, Stream stream) {
   if (params.tokens > decode_sm90::kPipelinedMaxTokens) {  // the stage holds at most 8 tokens
     launch_decode_sm90<kAct, kState, 8, 4>(params, 4, stream);
@@ -380,9 +471,9 @@ void launch_decode_pipelined_sm90(const DecodeParams& params, Stream stream) {
   }
   using Act = typename decode_sm90::CudaType<kAct>::type;
   using State = typename decode_sm90::CudaType<kState>::type;
-  using Cfg = decode_sm90::PipelinedConfig<Act, State, kLanesPerRow, kRowsPerThread, kConsumerWarps, kCtasPerSm>;
-  constexpr auto kernel =
-      decode_sm90::gdn_decode_pipelined_kernel<Act, State, kLanesPerRow, kRowsPerThread, kConsumerWarps, kCtasPerSm>;
+  using Cfg = decode_sm90::PipelinedConfig<Act, State, kLanesPerRow, kRowsPerThread, kConsumerWarps, kCtasPerSm, kDynamic>;
+  constexpr auto kernel = decode_sm90::gdn_decode_pipelined_kernel<Act, State, kLanesPerRow, kRowsPerThread, kConsumerWarps,
+                                                                   kCtasPerSm, false, kDynamic>;
   decode_sm90::launch_resident<Cfg, kernel, kCtasPerSm>(params, stream);
 }
 

@@ -17,6 +17,7 @@
 #include "fastinfer/context.h"
 #include "fastinfer/dtype.h"
 #include "gdn/decode_params.h"
+#include "gdn/kernels/decode_profile.cuh"
 #include "gdn/kernels/decode_token_step.cuh"
 #include "gdn/kernels/decode_vector_io.cuh"
 #include "runtime/cuda_check.h"
@@ -74,7 +75,20 @@ __device__ void stage_tokens(const DecodeParams& p, StageSmem& smem, int seq, in
   }
 }
 
-template <class Act, class State, int kLanesPerRow, int kRowsPerThread>
+// Padding (or a slot outside the pool): zero the output rows of the thread's rows for every token,
+// one lane per row. The register and small-batch kernels.
+template <class Act, int kLanesPerRow, int kRowsPerThread, class LocalRow>
+__device__ __forceinline__ void zero_output_rows(const DecodeParams& p, int seq, int head_v, int cta_row0, int lane_in_row,
+                                                 LocalRow&& local_row) {
+  for (int t = 0; t < p.tokens; ++t) {
+    Act* out = token_row<Act>(p.output, seq, t, head_v);
+#pragma unroll
+    for (int r = 0; r < kRowsPerThread; ++r)
+      if (lane_in_row == r % kLanesPerRow) out[cta_row0 + local_row(r)] = from_float<Act>(0.0f);
+  }
+}
+
+template <class Act, class State, int kLanesPerRow, int kRowsPerThread, bool kProfile = false>
 __global__ void __launch_bounds__(kMaxThreads, 1) gdn_decode_kernel(const __grid_constant__ DecodeParams p) {
   using Slice = RowSlice<State, kLanesPerRow>;
   constexpr int kElems = Slice::kElems;
@@ -93,16 +107,12 @@ __global__ void __launch_bounds__(kMaxThreads, 1) gdn_decode_kernel(const __grid
   const int cta_row0 = vblock * rows_per_cta;
   // Row r of this thread, relative to cta_row0.
   auto local_row = [&](int r) { return threadIdx.x / kLanesPerRow + r * groups; };
+  if (threadIdx.x == 0) profile_stamp<kProfile>(p, kProfileEntry);
 
   const int in_slot = p.initial_indices[seq * p.initial_indices_stride];
   const int out_slot = p.output_indices[seq * p.output_indices_stride];
   if (in_slot < 0 || in_slot >= p.pool_size) {  // padding (or an index outside the pool)
-    for (int t = 0; t < p.tokens; ++t) {
-      Act* out = token_row<Act>(p.output, seq, t, head_v);
-#pragma unroll
-      for (int r = 0; r < kRowsPerThread; ++r)
-        if (lane_in_row == r % kLanesPerRow) out[cta_row0 + local_row(r)] = from_float<Act>(0.0f);
-    }
+    zero_output_rows<Act, kLanesPerRow, kRowsPerThread>(p, seq, head_v, cta_row0, lane_in_row, local_row);
     return;
   }
 
@@ -138,14 +148,17 @@ __global__ void __launch_bounds__(kMaxThreads, 1) gdn_decode_kernel(const __grid
           [&](int r, float hq) { out[local_row(r)] = from_float<Act>(p.scale * hq); });
       if (p.intermediate != nullptr)
         store_intermediate<Slice, kRowsPerThread>(p, state, lazy, seq, t, head_v, cta_row0, lane_in_row, local_row);
+      if (t == 0 && threadIdx.x == 0) profile_stamp<kProfile>(p, kProfileFirstData);  // slot, state, token 0 done
     }
   }
 
+  if (threadIdx.x == 0) profile_stamp<kProfile>(p, kProfileLastDone);
   if (!p.update_state || out_slot < 0 || out_slot >= p.pool_size) return;
   State* out_state = static_cast<State*>(p.state) + (std::int64_t{out_slot} * p.heads_v + head_v) * kStateElems;
 #pragma unroll
   for (int r = 0; r < kRowsPerThread; ++r)
     store_row_slice<State, Slice>(out_state + (cta_row0 + local_row(r)) * kDecodeHeadDim, lane_in_row, state[r], lazy);
+  if (threadIdx.x == 0) profile_stamp<kProfile>(p, kProfileExit);  // stores issued (they drain after)
 }
 
 template <DType kDType>

@@ -80,12 +80,7 @@ __global__ void __launch_bounds__(kMaxThreads, 1) gdn_decode_small_kernel(const 
   }
 
   if (in_slot < 0 || in_slot >= p.pool_size) {  // padding (or an index outside the pool)
-    for (int t = 0; t < T; ++t) {
-      Act* out = token_row<Act>(p.output, seq, t, head_v);
-#pragma unroll
-      for (int r = 0; r < kRowsPerThread; ++r)
-        if (lane_in_row == r % kLanesPerRow) out[cta_row0 + local_row(r)] = from_float<Act>(0.0f);
-    }
+    zero_output_rows<Act, kLanesPerRow, kRowsPerThread>(p, seq, head_v, cta_row0, lane_in_row, local_row);
     return;
   }
 
