@@ -23,6 +23,11 @@ void check_tokens(const char* name, const TensorView& t) {
   check::aligned(op, name, t, 16);
   if (!(t.stride(0) % 8 == 0 && t.stride(1) % 8 == 0)) check::fail(op, name, "have token and head strides that are multiples of 8 elements",
                  "strides [" + std::to_string(t.stride(0)) + ", " + std::to_string(t.stride(1)) + "]");
+  // The kernel reads q, k, v through TMA maps, which take positive strides only (a head stride
+  // of 0, every head the same rows, maps one head).
+  if ((t.size(0) > 1 && t.stride(0) <= 0) || t.stride(1) < 0)
+    check::fail(op, name, "have a positive token stride and a non-negative head stride",
+                "strides [" + std::to_string(t.stride(0)) + ", " + std::to_string(t.stride(1)) + "]");
 }
 
 void check_gate(const char* name, const TensorView& t, const PrefillShape& s) {

@@ -163,31 +163,42 @@ TEST_F(GdnPrefillGpu, ChainedCallsEqualOneCall) {
 // gdn::prefill with q, k, v as slices of one fused [T][Hq + Hk + Hv][128] buffer (a qkv
 // projection's output: token strides (Hq + Hk + Hv) * 128, not the contiguous ones), copied from
 // the contiguous device inputs of `a`.
-void run_on_fused_qkv(const gdn::PrefillArgs& a, gdn::InverseSource inverse) {
+// q, k, v re-laid in another strided form, then the prefill with the given T source:
+// fused qkv = [T][Hq + Hk + Hv][128] slices (the serving layout); head-major = [H][T][128] views
+// (head stride above the token stride; the TMA maps take any positive strides).
+enum class InputLayout { kFusedQkv, kHeadMajor };
+
+void run_on_relaid(const gdn::PrefillArgs& a, gdn::InverseSource inverse, InputLayout layout) {
   const std::int64_t tokens = a.q.size(0), dim = a.q.size(2);
   const std::int64_t heads = a.q.size(1) + a.k.size(1) + a.v.size(1);
   const std::int64_t bytes = static_cast<std::int64_t>(a.q.element_size());
-  void* fused = nullptr;
-  FASTINFER_CUDA_CHECK(cudaMalloc(&fused, std::max<std::int64_t>(tokens, 1) * heads * dim * bytes));
+  void* buffer = nullptr;
+  FASTINFER_CUDA_CHECK(cudaMalloc(&buffer, std::max<std::int64_t>(tokens, 1) * heads * dim * bytes));
   gdn::PrefillArgs b = a;
   std::int64_t first_head = 0;
   for (const auto& [to, from] : {std::pair{&b.q, &a.q}, std::pair{&b.k, &a.k}, std::pair{&b.v, &a.v}}) {
     const std::int64_t h = from->size(1);
-    char* slice = static_cast<char*>(fused) + first_head * dim * bytes;
-    if (tokens > 0)
-      FASTINFER_CUDA_CHECK(cudaMemcpy2D(slice, heads * dim * bytes, from->data, h * dim * bytes, h * dim * bytes, tokens,
-                                        cudaMemcpyDeviceToDevice));
-    *to = TensorView::strided(slice, from->dtype, {tokens, h, dim}, {heads * dim, dim, 1}, from->device);
+    const bool fused = layout == InputLayout::kFusedQkv;
+    char* base = static_cast<char*>(buffer) + first_head * (fused ? dim : tokens * dim) * bytes;
+    for (std::int64_t head = 0; head < h && tokens > 0; ++head) {
+      char* dst = base + head * (fused ? dim : tokens * dim) * bytes;
+      FASTINFER_CUDA_CHECK(cudaMemcpy2D(dst, (fused ? heads : 1) * dim * bytes,
+                                        static_cast<const char*>(from->data) + head * dim * bytes, h * dim * bytes,
+                                        dim * bytes, tokens, cudaMemcpyDeviceToDevice));
+    }
+    *to = fused ? TensorView::strided(base, from->dtype, {tokens, h, dim}, {heads * dim, dim, 1}, from->device)
+                : TensorView::strided(base, from->dtype, {tokens, h, dim}, {dim, tokens * dim, 1}, from->device);
     first_head += h;
   }
   FASTINFER_CUDA_CHECK(cudaDeviceSynchronize());
   gdn::prefill_with_options(b, nullptr, {.inverse = inverse});
   FASTINFER_CUDA_CHECK(cudaDeviceSynchronize());
-  FASTINFER_CUDA_CHECK(cudaFree(fused));
+  FASTINFER_CUDA_CHECK(cudaFree(buffer));
 }
 
-// Strided inputs (the fused qkv layout) with every T source, GVA and GQA, ragged lengths.
-TEST_F(GdnPrefillGpu, FusedQkvStridedInputs) {
+// Strided inputs (the fused qkv layout and head-major views) with every T source, GVA and GQA,
+// ragged lengths.
+TEST_F(GdnPrefillGpu, StridedInputs) {
   const std::vector<std::array<std::int64_t, 3>> heads{{16, 16, 32}, {4, 1, 1}, {6, 2, 2}};
   std::uint64_t seed = 3000;
   for (const auto& h : heads) {
@@ -196,13 +207,16 @@ TEST_F(GdnPrefillGpu, FusedQkvStridedInputs) {
     c.lengths = {31, 63, 93, 123, 150, 500};
     c.state = StateForm::kPacked;
     c.l2norm_in_kernel = seed % 2 == 0;
-    const auto fused = [](gdn::InverseSource inverse) {
-      return [inverse](const gdn::PrefillArgs& a) { run_on_fused_qkv(a, inverse); };
+    const auto relaid = [](gdn::InverseSource inverse, InputLayout layout) {
+      return [inverse, layout](const gdn::PrefillArgs& a) { run_on_relaid(a, inverse, layout); };
     };
-    failures += run_variants_against_oracle(c, seed++, false,
-                                            {{"fused qkv solve", fused(gdn::InverseSource::kSolveInKernel)},
-                                             {"fused qkv tinv", fused(gdn::InverseSource::kPrecompute)},
-                                             {"fused qkv T_g", fused(gdn::InverseSource::kPrecomputeGated)}});
+    failures += run_variants_against_oracle(
+        c, seed++, false,
+        {{"fused qkv solve", relaid(gdn::InverseSource::kSolveInKernel, InputLayout::kFusedQkv)},
+         {"fused qkv tinv", relaid(gdn::InverseSource::kPrecompute, InputLayout::kFusedQkv)},
+         {"fused qkv T_g", relaid(gdn::InverseSource::kPrecomputeGated, InputLayout::kFusedQkv)},
+         {"head-major solve", relaid(gdn::InverseSource::kSolveInKernel, InputLayout::kHeadMajor)},
+         {"head-major T_g", relaid(gdn::InverseSource::kPrecomputeGated, InputLayout::kHeadMajor)}});
   }
 }
 

@@ -46,13 +46,13 @@ inline PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
 // The map of a [T][H][128] input (strides in elements, multiples of 8 by validation): dims
 // {128, H, T}, boxes {64, 1, 64} in the 128-byte swizzle, zeros past T (token coordinates are
 // 32-bit: T < 2^31). A head stride of 0 (every head the same rows) maps one head (the kernel
-// reads head 0 then). Built for every call (no allocation, no device query).
+// reads head 0 then); one token's stride is never used (validation allows any there). Built for every call (no allocation, no device query).
 inline void encode_input_map(CUtensorMap& map, CUtensorMapDataType type, const void* base, int heads,
                              std::int64_t stride_token, std::int64_t stride_head, std::int64_t tokens) {
   if (stride_head == 0) heads = 1;
   const cuuint64_t dims[3] = {128, static_cast<cuuint64_t>(heads), static_cast<cuuint64_t>(tokens)};
   const cuuint64_t strides[2] = {static_cast<cuuint64_t>(heads > 1 ? stride_head * 2 : 256),
-                                 static_cast<cuuint64_t>(stride_token * 2)};
+                                 static_cast<cuuint64_t>(tokens > 1 ? stride_token * 2 : 256)};
   const cuuint32_t box[3] = {64, 1, 64}, element_strides[3] = {1, 1, 1};
   const CUresult r = tensor_map_encoder()(&map, type, 3, const_cast<void*>(base), dims, strides, box, element_strides,
                                           CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
