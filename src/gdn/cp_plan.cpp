@@ -57,7 +57,7 @@ int cp_fixup_rows(const CpPlan& plan, int sm_count) {
 }
 
 bool should_use_cp(std::int64_t num_seqs, std::int64_t num_state_heads, std::int64_t max_seqlen, int sm_count) {
-  return 2 * num_seqs * num_state_heads < sm_count && max_seqlen >= kCpAutoMinSeqLen;
+  return 5 * num_seqs * num_state_heads < 2 * sm_count && max_seqlen >= kCpAutoMinSeqLen;
 }
 
 }  // namespace fastinfer::gdn::detail

@@ -53,9 +53,13 @@ std::int64_t cp_map_splits(const CpPlan& plan, int sm_count, bool last_chunk_map
 // The largest divisor of the plan's blocks per chunk that is <= wanted (at least 1).
 std::int64_t cp_map_splits_at_most(const CpPlan& plan, std::int64_t wanted);
 
-// Whether CP should run (use_cp = Auto): the per-(sequence, head) path keeps fewer than half the
-// SMs busy (so the plan cuts every sequence in >= 2 chunks) and some sequence has at least
-// kCpAutoMinSeqLen tokens. Measured on the H200 (docs/GDN_CP.md): CP loses at N*Hsab = 128 (4x8k
+// Whether CP should run (use_cp = Auto): the per-(sequence, head) path keeps fewer than 40 % of the
+// SMs busy (N Hsab < 0.4 SMs) and some sequence has at least kCpAutoMinSeqLen tokens. Since the
+// session-6 prefill kernel (1.3x faster plain path) the H200 run at 7521fb2 measured CP losing at
+// N Hsab = 64 (16/64 1x64k 6.92 vs 6.41 ms; 16/32 2x8k 0.958 vs 0.851) and winning at 32 (16/32
+// 1x8k 0.645 vs 0.801; 1x128k 7.84 vs 11.77; 2/8 4x2k even); 0.4 SMs (52 at 132 SMs) is where the
+// CP / plain ratio interpolated between those two points crosses 1, not a measured boundary.
+// Before that, with 2 N Hsab < SMs, measured on the H200 (docs/GDN_CP.md): CP loses at N*Hsab = 128 (4x8k
 // 4.47 vs 4.03 ms: one chunk per sequence, stages 1-3 are pure overhead), which is FlashInfer's
 // 2 N Hsab < SMs. With the warp-specialised stage 4 (session 3) the plain path won at 16/32 1x1k
 // (0.219 vs 0.265 ms) and CP at 1x2k (0.374 vs 0.445 ms), hence 2048; shorter sequences with
