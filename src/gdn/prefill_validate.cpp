@@ -90,6 +90,8 @@ PrefillShape validate_prefill(const PrefillArgs& a) {
   check::same_dtype(op, "k", a.k, "q", a.q);
   check::same_dtype(op, "v", a.v, "q", a.q);
   s.total_tokens = a.q.size(0);
+  // The kernel's TMA coordinates (and its token indices) are 32-bit.
+  if (!(s.total_tokens <= 0x7fffffff)) check::fail(op, "q", "have at most 2^31-1 tokens", std::to_string(s.total_tokens));
   check::dim(op, "k", a.k, 0, s.total_tokens, "tokens");
   check::dim(op, "v", a.v, 0, s.total_tokens, "tokens");
   s.hq = a.q.size(1);

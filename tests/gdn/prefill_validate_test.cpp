@@ -69,6 +69,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"q_misaligned", [](A& a, P&) { a.q.data = static_cast<char*>(a.q.data) + 2; }, "q must be 16-byte aligned"},
         BadCase{"q_null", [](A& a, P&) { a.q.data = nullptr; }, "q must point to memory"},
         BadCase{"q_row_stride", [](A& a, P&) { a.q.strides[0] = 260; }, "q must have token and head strides"},
+        BadCase{"q_too_many_tokens", [](A& a, P&) { a.q.shape[0] = std::int64_t{1} << 31; },
+                "q must have at most 2^31-1 tokens"},
         BadCase{"k_zero_token_stride", [](A& a, P&) { a.k.strides[0] = 0; }, "k must have a positive token stride"},
         BadCase{"v_negative_head_stride", [](A& a, P&) { a.v.strides[1] = -128; },
                 "v must have a positive token stride and a non-negative head stride"},
