@@ -46,7 +46,8 @@ inline PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
 // The map of a [T][H][128] input (strides in elements, multiples of 8 by validation): dims
 // {128, H, T}, boxes {64, 1, 64} in the 128-byte swizzle, zeros past T (token coordinates are
 // 32-bit: T < 2^31). A head stride of 0 (every head the same rows) maps one head (the kernel
-// reads head 0 then); one token's stride is never used (validation allows any there). Built for every call (no allocation, no device query).
+// reads head 0 then); one token's stride is never used (validation allows any there). Built for
+// every call (no allocation, no device query).
 inline void encode_input_map(CUtensorMap& map, CUtensorMapDataType type, const void* base, int heads,
                              std::int64_t stride_token, std::int64_t stride_head, std::int64_t tokens) {
   if (stride_head == 0) heads = 1;
