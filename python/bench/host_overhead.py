@@ -8,7 +8,9 @@ Two variants per op: the public function with every output preallocated and the 
 torch's current stream. With --cpp (the JSON of `fastinfer_bench host_overhead`) the table also
 shows the C++ host cost of the same op and the raw cudaLaunchKernel cost measured there.
 Timing: the median over batches of the mean of 64 back-to-back calls, each batch started on an
-idle stream so that the host never waits for the GPU.
+idle stream so that the host never waits for the GPU. The last column splits a call into its C++
+and Python shares inside this process (`in_process_split`), which does not depend on two
+processes (C++ bench, this script) running alike.
 """
 from __future__ import annotations
 
@@ -23,11 +25,13 @@ import time
 import torch
 
 import fastinfer
+from fastinfer import _C
 
 D = 128
 BATCHES = 200
 PER_BATCH = 64
 SHORT_BATCH = 8  # as the C++ bench: a check that queued GPU work (CP 1x1024) does not skew a long batch
+REPEAT = 8  # C++ calls per Python call in the in-process split (8 x 8 = the C++ bench's 64-call batch)
 
 
 def host_us(fn, stream, batches=BATCHES, per_batch=PER_BATCH) -> float:
@@ -42,6 +46,21 @@ def host_us(fn, stream, batches=BATCHES, per_batch=PER_BATCH) -> float:
         per_call.append((time.perf_counter() - t0) / per_batch * 1e6)
     stream.synchronize()
     return statistics.median(per_call)
+
+
+def in_process_split(fn, stream, batches, repeat=REPEAT):
+    """The C++ share of one call and the Python share, both measured in this process: t1 = a call
+    as it is, tn = a call whose C++ op runs `repeat` times back to back (_C._set_launch_repeat, as
+    the C++ bench's loop runs it); C++ = (tn - t1) / (repeat - 1), Python - C++ = t1 - C++. Short
+    batches keep the GPU backlog near the C++ bench's 64 calls."""
+    t1 = host_us(fn, stream, batches, SHORT_BATCH)
+    _C._set_launch_repeat(repeat)
+    try:
+        tn = host_us(fn, stream, batches, SHORT_BATCH)
+    finally:
+        _C._set_launch_repeat(1)
+    cpp = (tn - t1) / (repeat - 1)
+    return cpp, t1 - cpp
 
 
 def make_cases(stream, only=None):
@@ -220,11 +239,13 @@ def main():
     with torch.cuda.stream(stream):
         torch_add_us = host_us(lambda: x.add_(1.0), stream, args.batches)
         rows = []
-        print(f"{'op (tiny shapes, warm)':48s} {'py us':>8s} {'py alloc us':>11s} {'C++ us':>8s} {'py-C++':>8s} {'x raw':>6s} {'py-C++ (' + str(SHORT_BATCH) + '/batch)':>16s}")
+        print(f"{'op (tiny shapes, warm)':48s} {'py us':>8s} {'py alloc us':>11s} {'C++ us':>8s} {'py-C++':>8s} {'x raw':>6s} "
+              f"{'py-C++ (' + str(SHORT_BATCH) + '/batch)':>16s} {'in-process C++ / py-C++ us':>27s}")
         for key, name, prealloc, alloc in make_cases(stream):
             us = host_us(prealloc, stream, args.batches)
             us_alloc = host_us(alloc, stream, args.batches)
             us_short = host_us(prealloc, stream, args.batches, SHORT_BATCH)
+            cpp_in, py_minus_cpp_in = in_process_split(prealloc, stream, args.batches)
             c = cpp_ops.get(key, {})
             cpp_us = c.get("host_us")
             cpp_short = c.get("host_us_short_batch")
@@ -232,10 +253,11 @@ def main():
             ratio = us / (kernels * raw_launch) if raw_launch else None
             print(f"{name:48s} {us:8.2f} {us_alloc:11.2f} {cpp_us if cpp_us else float('nan'):8.2f} "
                   f"{(us - cpp_us) if cpp_us else float('nan'):8.2f} {ratio if ratio else float('nan'):6.2f} "
-                  f"{(us_short - cpp_short) if cpp_short else float('nan'):16.2f}")
+                  f"{(us_short - cpp_short) if cpp_short else float('nan'):16.2f} {cpp_in:13.2f} / {py_minus_cpp_in:11.2f}")
             rows.append(dict(op=key, name=name, python_us=us, python_allocating_us=us_alloc, cpp_us=cpp_us,
                              kernels=kernels, ratio_to_raw_launches=ratio, python_us_short_batch=us_short,
-                             cpp_us_short_batch=cpp_short))
+                             cpp_us_short_batch=cpp_short, cpp_us_in_process=cpp_in,
+                             python_minus_cpp_us_in_process=py_minus_cpp_in))
     print(f"torch x.add_(1) (one launch through torch): {torch_add_us:.2f} us"
           + (f"; raw cudaLaunchKernel from C++: {raw_launch:.2f} us" if raw_launch else ""))
 

@@ -49,10 +49,7 @@ nb::object decode(nb::handle q, nb::handle k, nb::handle v, nb::handle state, nb
   args.use_qk_l2norm = truthy(use_qk_l2norm);
   args.disable_state_update = truthy(disable_state_update);
   const Stream s = resolve_stream(stream, q, args.q);
-  {
-    LaunchGilRelease release;
-    gdn::decode(args, s);
-  }
+  launch([&] { gdn::decode(args, s); });
   return out;
 }
 

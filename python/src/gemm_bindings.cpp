@@ -37,8 +37,7 @@ void register_gemm_bindings(nb::module_& m) {
         const TensorView wv = arrays.view(w, "w"), pv = arrays.view(packed, "packed"),
                          sv = arrays.view(scales, "scales");
         const Stream s = resolve_stream(stream, w, wv);
-        LaunchGilRelease release;
-        nvfp4::quantize(wv, global_scale, pv, sv, to_layout(swizzled), s);
+        launch([&] { nvfp4::quantize(wv, global_scale, pv, sv, to_layout(swizzled), s); });
       },
       nb::arg("w"), nb::arg("global_scale"), nb::arg("packed"), nb::arg("scales"), nb::arg("swizzled"),
       nb::arg("stream").none());
@@ -49,8 +48,7 @@ void register_gemm_bindings(nb::module_& m) {
         const TensorView pv = arrays.view(packed, "packed"), sv = arrays.view(scales, "scales"),
                          ov = arrays.view(out, "out");
         const Stream s = resolve_stream(stream, packed, pv);
-        LaunchGilRelease release;
-        nvfp4::dequantize(pv, sv, to_layout(swizzled), global_scale, ov, s);
+        launch([&] { nvfp4::dequantize(pv, sv, to_layout(swizzled), global_scale, ov, s); });
       },
       nb::arg("packed"), nb::arg("scales"), nb::arg("swizzled"), nb::arg("global_scale"), nb::arg("out"),
       nb::arg("stream").none());
@@ -68,8 +66,7 @@ void register_gemm_bindings(nb::module_& m) {
         ArrayArgs arrays;
         const TensorView av = arrays.view(a, "a"), ov = arrays.view(out, "out");
         const Stream s = resolve_stream(stream, a, av);
-        LaunchGilRelease release;
-        gemm::mm_bf16_fp4(av, weights, ov, s, enable_pdl);
+        launch([&] { gemm::mm_bf16_fp4(av, weights, ov, s, enable_pdl); });
       },
       nb::arg("a"), nb::arg("weights"), nb::arg("out"), nb::arg("enable_pdl"), nb::arg("stream").none());
 }

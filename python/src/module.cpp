@@ -86,6 +86,8 @@ NB_MODULE(_C, m) {
         "Whether the array's type publishes DLPack's C exchange API (the fast argument path).");
   m.def("_set_release_gil", &python::set_release_gil, nb::arg("on"),
         "Off: the ops keep the GIL while they launch (measures what releasing it costs).");
+  m.def("_set_launch_repeat", &python::set_launch_repeat, nb::arg("n"),
+        "Each op call runs its C++ call n times (n >= 1; 1 = normal): the C++ host cost measured inside this process.");
   m.def("_convert", [](nb::args arrays) {
     python::ArrayArgs converter;
     for (nb::handle a : arrays) (void)converter.view(a, "array");

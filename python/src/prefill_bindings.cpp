@@ -59,10 +59,7 @@ nb::object prefill(nb::handle q, nb::handle k, nb::handle v, nb::handle g, nb::h
   args.use_cp = use_cp.is_none() ? gdn::UseCp::kAuto : truthy(use_cp) ? gdn::UseCp::kOn : gdn::UseCp::kOff;
   args.max_seqlen = to_int(max_seqlen);
   const Stream s = resolve_stream(stream, q, args.q);
-  {
-    LaunchGilRelease release;
-    gdn::prefill(args, s);
-  }
+  launch([&] { gdn::prefill(args, s); });
   if (final_state) return nb::make_tuple(out, out_state);
   return out;
 }

@@ -2,6 +2,8 @@
 
 #include <nanobind/stl/string.h>
 
+#include <string>
+
 namespace nb = nanobind;
 
 namespace fastinfer::python {
@@ -28,6 +30,7 @@ std::int64_t to_int(nb::handle obj) {
 namespace {
 
 bool g_release_gil = true;
+int g_launch_repeat = 1;
 
 // fastinfer.ops' allocation helpers, looked up once (the module is imported by then: the package
 // imports it right after the extension). Leaked on purpose: no decref after interpreter exit.
@@ -47,6 +50,14 @@ LaunchGilRelease::~LaunchGilRelease() {
 }
 
 void set_release_gil(bool on) { g_release_gil = on; }
+
+int launch_repeat() { return g_launch_repeat; }
+
+void set_launch_repeat(int n) {
+  if (n < 1)
+    throw nb::value_error(("fastinfer._C._set_launch_repeat: n must be at least 1, got " + std::to_string(n)).c_str());
+  g_launch_repeat = n;
+}
 
 nb::object empty_like(nb::handle like, std::initializer_list<std::int64_t> shape, bool float32) {
   static const nb::handle empty = ops_helper("_empty");

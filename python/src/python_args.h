@@ -30,6 +30,20 @@ class LaunchGilRelease {
 };
 void set_release_gil(bool on);
 
+// How many times launch() runs an op's C++ call: 1, except under the host-cost probe
+// _C._set_launch_repeat(n), which times the C++ call inside the Python process (see
+// python/bench/host_overhead.py).
+int launch_repeat();
+void set_launch_repeat(int n);
+
+// Runs an op's C++ call with the GIL released (launch_repeat() times).
+template <class Call>
+void launch(Call&& call) {
+  const int repeat = launch_repeat();
+  LaunchGilRelease release;
+  for (int i = 0; i < repeat; ++i) call();
+}
+
 // An uninitialised array of `shape` with the library and device of `like`; dtype: like's, or
 // float32 when `float32` is set.
 nanobind::object empty_like(nanobind::handle like, std::initializer_list<std::int64_t> shape, bool float32 = false);

@@ -105,3 +105,33 @@ def test_gated_delta_rule_decode_cpu_matches_reference_and_updates_pool():
                 s = alpha * (s - beta * np.outer(s @ kk, kk)) + beta * np.outer(v[i, step, head], kk)
                 np.testing.assert_allclose(out[i, step, head], (s @ qq) / np.sqrt(d), atol=2e-3, rtol=5e-3)
             np.testing.assert_allclose(state[slots[i], head], s, atol=1e-5, rtol=1e-5)
+
+
+def test_launch_repeat_probe_runs_the_cpp_call_n_times():
+    """_C._set_launch_repeat(n) (the in-process C++ host-cost probe of python/bench/host_overhead.py)
+    makes one Python call run the op n times: a decode into a pool in place then equals n calls."""
+    from fastinfer import _C
+    b_size, h, hv, d = 2, 1, 2, 128
+    q, k = (rng.standard_normal((b_size, 1, h, d)).astype(np.float16) for _ in range(2))
+    v = rng.standard_normal((b_size, 1, hv, d)).astype(np.float16)
+    A_log = rng.uniform(-1, 0.5, hv).astype(np.float32)
+    a, b = (rng.standard_normal((b_size, 1, hv)).astype(np.float32) for _ in range(2))
+    dt_bias = rng.uniform(-1, 1, hv).astype(np.float32)
+    slots = np.array([1, 0], dtype=np.int32)
+    state = (0.1 * rng.standard_normal((2, hv, d, d))).astype(np.float32)
+    repeated, looped = state.copy(), state.copy()
+
+    def decode(pool):
+        return fastinfer.gated_delta_rule_decode(q, k, v, pool, A_log, a, dt_bias, b, initial_state_indices=slots)
+
+    _C._set_launch_repeat(3)
+    try:
+        decode(repeated)
+    finally:
+        _C._set_launch_repeat(1)
+    for _ in range(3):
+        decode(looped)
+    assert not np.array_equal(looped, state)
+    np.testing.assert_array_equal(repeated, looped)
+    with pytest.raises(ValueError, match="at least 1"):
+        _C._set_launch_repeat(0)
