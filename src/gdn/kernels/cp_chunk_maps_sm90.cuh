@@ -232,7 +232,7 @@ __global__ void __launch_bounds__(kMapThreadsOf<kFp16Operands>, 1) chunk_maps_ke
         s.t_v[1][r][j] = In::from_float(t_gated - In::to_float(s.t_v[0][r][j]));
       }
     }
-    if constexpr (kWgmma) fence_shared_for_wgmma();  // K, V and T tiles are read by wgmma after the barrier
+    if constexpr (kWgmma) fence_proxy_async_shared();  // K, V and T tiles are read by wgmma after the barrier
     __syncthreads();
     // Tinv and the staging tiles are consumed: load the next block behind this one's work.
     if constexpr (kPrefetch && !kFp16Operands)
@@ -242,7 +242,7 @@ __global__ void __launch_bounds__(kMapThreadsOf<kFp16Operands>, 1) chunk_maps_ke
     if constexpr (kFp16Operands) {
       if constexpr (kWgmma) {
         block_products_wgmma<In>(s, warp, lane);
-        fence_shared_for_wgmma();  // the A tile is read by wgmma after the barrier
+        fence_proxy_async_shared();  // the A tile is read by wgmma after the barrier
       } else {
         block_products_fp16<In>(s, warp, lane);
       }

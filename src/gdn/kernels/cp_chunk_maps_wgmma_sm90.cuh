@@ -17,6 +17,7 @@
 #include <utility>
 
 #include "gdn/kernels/cp_common_sm90.cuh"
+#include "gdn/kernels/wgmma_fences_sm90.cuh"
 
 namespace fastinfer::gdn::detail::cp {
 
@@ -80,18 +81,6 @@ __device__ __forceinline__ void wgmma_rs(const std::uint32_t (&a)[4], std::uint6
   Op::fma(a[0], a[1], a[2], a[3], desc, d[I / 4][I % 4]..., scale_d);
 }
 
-template <int kTiles>
-__device__ __forceinline__ void fence_fragments(float (&d)[kTiles][4]) {
-#pragma unroll
-  for (int i = 0; i < kTiles; ++i)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) cute::warpgroup_fence_operand(d[i][e]);
-}
-
-// Makes this thread's generic-proxy shared stores (K and A tiles) visible to wgmma (the async
-// proxy) once the block has synchronised.
-__device__ inline void fence_shared_for_wgmma() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
-
 template <class Op, int... I>
 __device__ __forceinline__ void wgmma_ss(std::uint64_t desc_a, std::uint64_t desc_b, float (&d)[4][4],
                                          std::integer_sequence<int, I...>, cute::SM90::GMMA::ScaleOut scale_d) {
@@ -131,8 +120,8 @@ __device__ inline void block_products_wgmma(Smem& s, int warp, int lane) {
   };
   using cute::SM90::GMMA::ScaleOut;
   float a_acc[4][4], ud[4][4];  // no zero fill (the first product overwrites): it would be hoisted
-  fence_fragments(a_acc);
-  fence_fragments(ud);
+  fence_operands(a_acc);
+  fence_operands(ud);
   cute::warpgroup_arrive();
 #pragma unroll
   for (int ks = 0; ks < 4; ++ks)
@@ -146,8 +135,8 @@ __device__ inline void block_products_wgmma(Smem& s, int warp, int lane) {
                                          ks + part == 0 ? ScaleOut::Zero : ScaleOut::One);
   cute::warpgroup_commit_batch();
   cute::warpgroup_wait<0>();
-  fence_fragments(a_acc);
-  fence_fragments(ud);
+  fence_operands(a_acc);
+  fence_operands(ud);
 #pragma unroll
   for (int nt = 0; nt < 4; ++nt)
 #pragma unroll
@@ -196,7 +185,7 @@ __device__ inline void compose_rows_wgmma(const Smem& s, float (&acc)[16][4], fl
     f[1] = Op::pack(l[2] * acc_rs[1], l[3] * acc_rs[1]);
     f[2] = Op::pack(r[0] * acc_rs[0], r[1] * acc_rs[0]);
     f[3] = Op::pack(r[2] * acc_rs[1], r[3] * acc_rs[1]);
-    fence_fragments(y);
+    fence_operands(y);
     cute::warpgroup_arrive();
     // k16 step ks = dim blocks 2 ks, 2 ks + 1 (LBO one dim block); 8 token blocks (SBO).
     wgmma_rs<Y64>(f, core_desc(a_tile + 2 * ks * CoreMatrixTile::kColBlock, CoreMatrixTile::kColBlock, CoreMatrixTile::kRowBlock), y,
@@ -204,7 +193,7 @@ __device__ inline void compose_rows_wgmma(const Smem& s, float (&acc)[16][4], fl
                   ks == 0 ? cute::SM90::GMMA::ScaleOut::Zero : cute::SM90::GMMA::ScaleOut::One);
     cute::warpgroup_commit_batch();
     cute::warpgroup_wait<0>();  // the fragment registers are free again
-    fence_fragments(y);
+    fence_operands(y);
   }
   // Z in place of Y (fp32), and its scale.
   const float y_back[2] = {decay * inverse_pow2(rs[0]), decay * inverse_pow2(rs[1])};
@@ -238,7 +227,7 @@ __device__ inline void compose_rows_wgmma(const Smem& s, float (&acc)[16][4], fl
     z[kc][2] = Op::pack(r[0] * zs[0], r[1] * zs[0]);
     z[kc][3] = Op::pack(r[2] * zs[1], r[3] * zs[1]);
   }
-  fence_fragments(acc);
+  fence_operands(acc);
   cute::warpgroup_arrive();
 #pragma unroll
   for (int kc = 0; kc < 4; ++kc)  // k16 step kc = token blocks 2 kc, 2 kc + 1 (LBO); 16 dim blocks (SBO)
@@ -246,7 +235,7 @@ __device__ inline void compose_rows_wgmma(const Smem& s, float (&acc)[16][4], fl
                    std::make_integer_sequence<int, 64>{});
   cute::warpgroup_commit_batch();
   cute::warpgroup_wait<0>();
-  fence_fragments(acc);
+  fence_operands(acc);
   held[0] = inverse_pow2(zs[0]), held[1] = inverse_pow2(zs[1]);  // acc is in Z's scale now
 }
 

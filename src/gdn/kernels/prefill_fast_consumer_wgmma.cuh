@@ -28,8 +28,8 @@ __device__ __forceinline__ void state_times_rows_wgmma(float (&acc)[8][4], const
     a[kb][2] = pack_pair<kType>(state[2 * kb + 1][0], state[2 * kb + 1][1]);
     a[kb][3] = pack_pair<kType>(state[2 * kb + 1][2], state[2 * kb + 1][3]);
   }
-  fence_fragments(a);
-  fence_accumulator(acc);
+  fence_operands(a);
+  fence_operands(acc);
   cute::warpgroup_arrive();
 #pragma unroll
   for (int kb = 0; kb < 8; ++kb)
@@ -37,8 +37,8 @@ __device__ __forceinline__ void state_times_rows_wgmma(float (&acc)[8][4], const
                                            kb != 0);
   cute::warpgroup_commit_batch();
   cute::warpgroup_wait<0>();
-  fence_accumulator(acc);
-  fence_fragments(a);
+  fence_operands(acc);
+  fence_operands(a);
 }
 
 // Issues acc[v][t] += A[v][j] x lower[t][j]^T (lower: a swizzled [64][64] tile whose blocks above
@@ -77,41 +77,41 @@ __device__ __forceinline__ void consume_chunk_wgmma(StateFragment& state, unsign
   // fragments: plain (for O) and decayed to the chunk end (for S).
   std::uint32_t ua[4][4], uda[4][4], uda_lo[4][4];
   if (prep != ConsumerPrep::kNone) consumer_sync();
-  fence_fragments(xa);
-  fence_fragments(xa_lo);
-  fence_accumulator(acc);
+  fence_operands(xa);
+  fence_operands(xa_lo);
+  fence_operands(acc);
   cute::warpgroup_arrive();
   issue_times_lower_wgmma<kType>(acc, xa, stage_address + FastSmem::kTGated, true);
   issue_times_lower_wgmma<kType>(acc, xa_lo, stage_address + FastSmem::kTGated, false);
   issue_times_lower_wgmma<kType>(acc, xa, stage_address + FastSmem::kTGatedLo, false);
   cute::warpgroup_commit_batch();
   cute::warpgroup_wait<0>();
-  fence_accumulator(acc);
-  fence_fragments(xa);
-  fence_fragments(xa_lo);
+  fence_operands(acc);
+  fence_operands(xa);
+  fence_operands(xa_lo);
   pack_as_a<kType>(ua, acc, nullptr, quad);
   pack_as_a_split<kType>(uda, uda_lo, acc, gates + FastGates::kDecayToEnd, quad);
 
   // O^T = (S Q^T) diag(e^G) + U^T P^T.
   state_times_rows_wgmma<kType>(acc, state, stage_address + FastSmem::kQ);
   gate_token_columns(acc, exp_g, quad);
-  fence_fragments(ua);
-  fence_accumulator(acc);
+  fence_operands(ua);
+  fence_operands(acc);
   cute::warpgroup_arrive();
   issue_times_lower_wgmma<kType>(acc, ua, stage_address + FastSmem::kP, false);
   cute::warpgroup_commit_batch();
   cute::warpgroup_wait<0>();
-  fence_accumulator(acc);
-  fence_fragments(ua);
+  fence_operands(acc);
+  fence_operands(ua);
   store_output<kType>(acc, out, smem, warp, lane);
 
   // S = e^{G_63} S + U_d^T K (U_d = hi + lo; B = K[t][d] as an MN-major operand [k = t][n = d]:
   // step kb from row 16 kb, the 64-column halves 8 KiB apart). Blocks of 16 padded tokens are
   // skipped (their U is 0).
   decay_state(state, exp_g[Cfg::kChunk - 1]);
-  fence_fragments(uda);
-  fence_fragments(uda_lo);
-  fence_accumulator(state);
+  fence_operands(uda);
+  fence_operands(uda_lo);
+  fence_operands(state);
   cute::warpgroup_arrive();
 #pragma unroll
   for (int kb = 0; kb < 4; ++kb) {
@@ -123,9 +123,9 @@ __device__ __forceinline__ void consume_chunk_wgmma(StateFragment& state, unsign
   }
   cute::warpgroup_commit_batch();
   cute::warpgroup_wait<0>();
-  fence_accumulator(state);
-  fence_fragments(uda);
-  fence_fragments(uda_lo);
+  fence_operands(state);
+  fence_operands(uda);
+  fence_operands(uda_lo);
 }
 
 }  // namespace fastinfer::gdn::kernels::fast

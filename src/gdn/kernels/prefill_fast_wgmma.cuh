@@ -11,6 +11,7 @@
 #include <cute/arch/mma_sm90_gmma_ext.hpp>
 
 #include "gdn/kernels/prefill_fragments.cuh"
+#include "gdn/kernels/wgmma_fences_sm90.cuh"
 
 namespace fastinfer::gdn::kernels::fast {
 
@@ -67,24 +68,5 @@ __device__ __forceinline__ std::uint64_t mn_major_desc(std::uint32_t smem_addr, 
   return static_cast<std::uint64_t>((smem_addr >> 4) & 0x3FFF) | (static_cast<std::uint64_t>(n_block_bytes >> 4) << 16) |
          (std::uint64_t{1024 >> 4} << 32) | (std::uint64_t{1} << 62);
 }
-
-template <int kTiles>
-__device__ __forceinline__ void fence_accumulator(float (&acc)[kTiles][4]) {
-#pragma unroll
-  for (int n = 0; n < kTiles; ++n)
-#pragma unroll
-    for (int i = 0; i < 4; ++i) cute::warpgroup_fence_operand(acc[n][i]);
-}
-template <int kBlocks>
-__device__ __forceinline__ void fence_fragments(std::uint32_t (&a)[kBlocks][4]) {
-#pragma unroll
-  for (int b = 0; b < kBlocks; ++b)
-#pragma unroll
-    for (int i = 0; i < 4; ++i) cute::warpgroup_fence_operand(a[b][i]);
-}
-
-// Generic-proxy writes of this thread to shared memory (st.shared, cp.async) become visible to
-// later wgmma reads (async proxy) once ordered by a barrier.
-__device__ __forceinline__ void fence_proxy_async_shared() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 
 }  // namespace fastinfer::gdn::kernels::fast
