@@ -51,16 +51,30 @@ def host_us(fn, stream, batches=BATCHES, per_batch=PER_BATCH) -> float:
 def in_process_split(fn, stream, batches, repeat=REPEAT):
     """The C++ share of one call and the Python share, both measured in this process: t1 = a call
     as it is, tn = a call whose C++ op runs `repeat` times back to back (_C._set_launch_repeat, as
-    the C++ bench's loop runs it); C++ = (tn - t1) / (repeat - 1), Python - C++ = t1 - C++. Short
+    the C++ bench's loop runs it); C++ = (tn - t1) / (repeat - 1), Python - C++ = t1 - C++. The two
+    kinds of batch alternate and each pair gives one estimate (the medians of the pairs are
+    returned), so drift of the host or of the GPU backlog during the run hits both alike. Short
     batches keep the GPU backlog near the C++ bench's 64 calls."""
-    t1 = host_us(fn, stream, batches, SHORT_BATCH)
-    _C._set_launch_repeat(repeat)
+    for _ in range(16):
+        fn()
+    cpp, py = [], []
     try:
-        tn = host_us(fn, stream, batches, SHORT_BATCH)
+        for _ in range(batches):
+            t = []
+            for n in (1, repeat):
+                _C._set_launch_repeat(n)
+                stream.synchronize()
+                t0 = time.perf_counter()
+                for _ in range(SHORT_BATCH):
+                    fn()
+                t.append((time.perf_counter() - t0) / SHORT_BATCH * 1e6)
+            c = (t[1] - t[0]) / (repeat - 1)
+            cpp.append(c)
+            py.append(t[0] - c)
     finally:
         _C._set_launch_repeat(1)
-    cpp = (tn - t1) / (repeat - 1)
-    return cpp, t1 - cpp
+        stream.synchronize()
+    return statistics.median(cpp), statistics.median(py)
 
 
 def make_cases(stream, only=None):
