@@ -35,7 +35,10 @@ nlohmann::json run_gdn_cp(const BenchOptions& options) {
                                {16, 32, 1, 131072, 10.1}, {16, 64, 1, 65536, 0},     {2, 8, 1, 8192, 0},
                                {2, 8, 1, 65536, 0},       {16, 32, 1, 2048, 0},      {16, 32, 1, 4096, 0},
                                {16, 32, 2, 8192, 0},      {16, 32, 4, 8192, 0},      {16, 32, 8, 4096, 0},
-                               {2, 8, 4, 2048, 0},        {2, 8, 16, 4096, 0}};
+                               {2, 8, 4, 2048, 0},        {2, 8, 16, 4096, 0},
+                               // Around N Hsab = 48-64 for the Auto rule (session 7): longer and shorter sequences.
+                               {16, 64, 1, 16384, 0},     {16, 64, 1, 32768, 0},     {16, 48, 1, 32768, 0},
+                               {16, 32, 2, 32768, 0},     {2, 8, 8, 8192, 0},        {2, 8, 8, 32768, 0}};
   cudaStream_t stream;
   FASTINFER_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   const int host_reps = options.quick ? 200 : 2000;
@@ -109,6 +112,19 @@ nlohmann::json run_gdn_cp(const BenchOptions& options) {
     const double st2_wgmma =
         timed([&] { gdn::detail::run_cp_stages(args, ctx, {.max_seqlen = c.len, .wgmma_maps = true, .map_splits = 0, .last_stage = 2}); }) -
         stage_ms[0];
+    // The whole CP call with stage 4 on the solve-capable kernel (mma.sync consumers), as before
+    // session 7 (CpOptions::stage4_without_solve 0); the default runs the kernel without the solve
+    // wherever the plan covers every sequence.
+    const double cp_solve_capable_ms =
+        timed([&] { gdn::detail::prefill_cp(args, shape, ctx, {.max_seqlen = c.len, .stage4_without_solve = 0}); });
+    // N > 1: the CP call without the max_seqlen hint (the plan sized from the token count covers
+    // every sequence, so stage 4 runs without the solve fallback, on N-fold grids and workspace).
+    double cp_no_hint_ms = 0;
+    if (c.seqs > 1) {
+      gdn::PrefillArgs no_hint = on;
+      no_hint.max_seqlen = 0;
+      cp_no_hint_ms = timed([&] { gdn::prefill(no_hint, stream); });
+    }
     const double cp_wgmma_ms = timed([&] { gdn::detail::prefill_cp(args, shape, ctx, {.max_seqlen = c.len, .wgmma_maps = true}); });
     const double cp_mma_ms = timed([&] { gdn::detail::prefill_cp(args, shape, ctx, {.max_seqlen = c.len, .wgmma_maps = false}); });
     const double st2_mma =
@@ -161,6 +177,14 @@ nlohmann::json run_gdn_cp(const BenchOptions& options) {
     std::printf("  stage 2 wgmma %.3f ms (mma.sync %.3f); CP call with wgmma stage 2 %.3f ms, mma.sync %.3f ms\n", st2_wgmma,
                 st2_mma, cp_wgmma_ms, cp_mma_ms);
     rows.back()["stage2_mma_sync_ms"] = st2_mma;
+    std::printf("  stage 4 on the solve-capable kernel %.3f ms (CP call %.3f ms); default %.3f ms\n",
+                cp_solve_capable_ms - stage_ms[2], cp_solve_capable_ms, st4);
+    rows.back()["cp_stage4_solve_capable_ms"] = cp_solve_capable_ms;
+    rows.back()["stage4_solve_capable_ms"] = cp_solve_capable_ms - stage_ms[2];
+    if (c.seqs > 1) {
+      std::printf("  CP call without the max_seqlen hint %.3f ms\n", cp_no_hint_ms);
+      rows.back()["cp_no_hint_ms"] = cp_no_hint_ms;
+    }
     std::printf("  stage 1 writing every chunk's Tinv %.3f ms (the last chunk's skipped: %.3f)\n", st1_all_inverses, st1);
     std::printf("  whole fp32 Tinv (lower_inverse_blocks off): stage 1 %.3f ms, stage 2 %.3f ms\n", st1_full_tinv,
                 st12_full_tinv - st1_full_tinv);

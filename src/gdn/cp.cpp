@@ -162,10 +162,13 @@ void prefill_cp(const PrefillArgs& a, const PrefillShape& shape, const ExecConte
   p.segment_sequence = stages.segment_sequence;
   p.num_segments = static_cast<int>(stages.plan.segments());
   p.segment_states = stages.chunk_states;
-  // Stage 1's T_g of every block: stage 4 loads it instead of solving T and building T_g (the
-  // chunks of a segment past the plan solve their own).
+  // Stage 1's T_g of every block: stage 4 loads it instead of solving T and building T_g. Only a
+  // segment past the plan (a max_seqlen hint below the longest sequence) lacks rows and needs the
+  // kernel's solve fallback; where the plan covers every possible sequence, the instantiation
+  // without it runs (wgmma consumers).
   p.chunk_t_gated = stages.block_t_gated;
   p.chunk_inverse_segment_blocks = static_cast<int>(stages.plan.chunk_len / kCpBlockLen);
+  p.chunk_t_gated_covers_segments = options.stage4_without_solve != 0 && cp_plan_covers_tokens(stages.plan, a.k.size(0));
   p.programmatic_launch = options.programmatic_launch;
   const PrefillRunnerKey key{ctx.device.index, a.q.dtype == DType::kBFloat16 ? InputType::kBFloat16 : InputType::kFloat16};
   prefill_runner(key)->run(p, ctx.stream);

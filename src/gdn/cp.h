@@ -58,6 +58,11 @@ struct CpOptions {
   int first_stage = 1;
   // Stage 3 rows per CTA (16 or 32); 0 = cp_fixup_rows (src/gdn/cp_plan.cpp).
   int fixup_rows = 0;
+  // Stage 4 on the prefill kernel without the in-kernel solve (its wgmma consumers): -1 = wherever
+  // stage 1's T_g covers every chunk stage 4 can meet (cp_plan_covers_tokens: no segment can run
+  // past the plan), 0 = always the solve-capable instantiation (mma.sync consumers; the path
+  // before session 7, kept for benchmarks and the hint-below-the-longest-sequence case).
+  int stage4_without_solve = -1;
 };
 
 // What stages 1-3 produced, for tests and benchmarks. The pointers point into the call's

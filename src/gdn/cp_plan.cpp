@@ -56,6 +56,10 @@ int cp_fixup_rows(const CpPlan& plan, int sm_count) {
   return plan.num_seqs * plan.num_state_heads * 4 * 2 >= sm_count ? 32 : 16;
 }
 
+bool cp_plan_covers_tokens(const CpPlan& plan, std::int64_t total_tokens) {
+  return plan.chunks_per_seq * plan.chunk_len >= total_tokens;
+}
+
 bool should_use_cp(std::int64_t num_seqs, std::int64_t num_state_heads, std::int64_t max_seqlen, int sm_count) {
   return 5 * num_seqs * num_state_heads < 2 * sm_count && max_seqlen >= kCpAutoMinSeqLen;
 }

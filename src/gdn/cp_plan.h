@@ -78,6 +78,14 @@ bool cp_prefetch_blocks(const CpPlan& plan, bool wgmma_maps);
 // rows faster at 16/32 and 16/64 (1x128k 0.136 vs 0.142 ms), 16 rows at 2/8 (0.091 vs 0.160).
 int cp_fixup_rows(const CpPlan& plan, int sm_count);
 
+// Whether every sequence of a call with total_tokens packed tokens fits the plan (chunks_per_seq x
+// chunk_len tokens): then no stage-4 segment runs past the plan and stage 1's T_g covers every
+// chunk stage 4 reads. A sequence is never longer than the packed tensor, so this holds without
+// a max_seqlen hint (the plan is sized from the token count) and for one sequence with its exact
+// hint; with N > 1 and a hint the host cannot tell (the lengths live on the device), and a hint
+// below the longest sequence must stay exact, so stage 4 keeps the solve fallback there.
+bool cp_plan_covers_tokens(const CpPlan& plan, std::int64_t total_tokens);
+
 bool should_use_cp(std::int64_t num_seqs, std::int64_t num_state_heads, std::int64_t max_seqlen, int sm_count);
 
 // Whether use_cp = Auto may pick CP at all. On since stage 2 carries its operands as hi + lo pairs

@@ -79,6 +79,11 @@ struct PrefillParams {
   // reads), the row rule of chunk_inverse (with the segment hooks: chunk_inverse_segment_blocks,
   // chunks past it solve their own): the kernel then neither solves T nor builds T_g.
   const void* chunk_t_gated = nullptr;
+  // With the segment hooks and chunk_t_gated: the caller promises that no segment is longer than
+  // chunk_inverse_segment_blocks chunks (every chunk has its T_g row), so the launch picks the
+  // instantiation without the solve fallback (wgmma consumers). The CP pipeline sets it when its
+  // plan covers the longest possible sequence (docs/GDN_CP.md, "Stage 4 on T_g").
+  bool chunk_t_gated_covers_segments = false;
   // Launch as a programmatic dependent launch (the kernel waits on griddepcontrol.wait before it
   // reads anything): the CP pipeline overlaps stage 4's launch with the fix-up's tail.
   bool programmatic_launch = false;

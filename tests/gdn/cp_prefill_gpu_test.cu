@@ -30,6 +30,17 @@ PrefillCall cp_with_chunk(std::int64_t chunk_len, bool programmatic = true, Stre
   };
 }
 
+// The CP pipeline without a max_seqlen hint (the plan covers the token count, so stage 4 runs
+// the kernel without the solve fallback) or with stage 4 forced onto the solve-capable kernel.
+PrefillCall cp_stage4(std::int64_t chunk_len, bool hint, int stage4_without_solve) {
+  return [=](const gdn::PrefillArgs& a) {
+    const gdn::PrefillShape shape = gdn::validate_prefill(a);
+    gdn::detail::prefill_cp(a, shape, {Device::cuda(0), nullptr},
+                            {.max_seqlen = hint ? a.max_seqlen : 0, .chunk_len = chunk_len,
+                             .stage4_without_solve = stage4_without_solve});
+  };
+}
+
 PrefillCase cp_case(std::vector<std::int64_t> lengths, std::int64_t hq, std::int64_t hk, std::int64_t hv) {
   PrefillCase c;
   c.lengths = std::move(lengths);
@@ -85,6 +96,30 @@ TEST_F(GdnCpPrefillGpu, AgainstOracleRaggedGatesStates) {
     c.state = StateForm::kPacked;
     c.checkpoint_every = 64;
     run_against_oracle(c, seed++);
+  }
+}
+
+// Stage 4 on the kernel without the solve fallback (wgmma consumers; the plan covers every
+// sequence: no hint, or one sequence) and forced onto the solve-capable one (mma.sync consumers),
+// both against the oracle on ragged lengths with states and checkpoints across segment boundaries.
+TEST_F(GdnCpPrefillGpu, StageFourWithAndWithoutSolveFallbackAgainstOracle) {
+  std::uint64_t seed = 4000;
+  for (int without_solve : {-1, 0}) {
+    PrefillCase c = cp_case({1, 63, 64, 65, 0, 700, 1500}, 2, 2, 4);
+    c.alpha_lo = 0.99, c.alpha_hi = 1.0;
+    c.state = StateForm::kPacked;
+    c.checkpoint_every = 128;
+    run_against_oracle(c, seed++, false, cp_stage4(256, false, without_solve));
+    PrefillCase f = cp_case({1000, 129, 300}, 4, 1, 1);
+    f.dtype = DType::kFloat16;
+    f.alpha_lo = 0.02, f.alpha_hi = 0.1;
+    f.state = StateForm::kPool;
+    run_against_oracle(f, seed++, true, cp_stage4(128, false, without_solve));
+    PrefillCase one = cp_case({3001}, 2, 2, 2);  // one sequence with its exact hint: covered
+    one.alpha_lo = 0.9995, one.alpha_hi = 1.0;
+    one.state = StateForm::kPacked;
+    one.checkpoint_every = 192;
+    run_against_oracle(one, seed++, false, cp_stage4(384, true, without_solve));
   }
 }
 

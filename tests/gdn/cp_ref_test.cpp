@@ -252,6 +252,18 @@ TEST(GdnCpPlan, PrefetchRule) {
   EXPECT_TRUE(prefetch(1, 32, 8192, false));    // mma.sync: always
 }
 
+// Stage 4 runs without the in-kernel solve only where no sequence can be longer than the plan.
+TEST(GdnCpPlan, PlanCoversTokensOnlyWhenNoSequenceCanRunPastIt) {
+  using gdn::detail::cp_plan_covers_tokens;
+  using gdn::detail::make_cp_plan;
+  EXPECT_TRUE(cp_plan_covers_tokens(make_cp_plan(1, 32, 131072, 132), 131072));   // one sequence, exact hint
+  EXPECT_TRUE(cp_plan_covers_tokens(make_cp_plan(1, 32, 8000, 132), 8000));       // rounded up to 64-token blocks
+  EXPECT_FALSE(cp_plan_covers_tokens(make_cp_plan(1, 32, 4096, 132), 8192));      // hint below the token count
+  EXPECT_FALSE(cp_plan_covers_tokens(make_cp_plan(2, 8, 8192, 132), 16384));      // N > 1 with a hint: unknown
+  EXPECT_TRUE(cp_plan_covers_tokens(make_cp_plan(2, 8, 16384, 132), 16384));      // no hint: the token count
+  EXPECT_TRUE(cp_plan_covers_tokens(make_cp_plan(3, 4, 4093, 132, 256), 4093));   // forced chunk length
+}
+
 TEST(GdnCpPlan, AutoRule) {
   using gdn::detail::should_use_cp;
   EXPECT_TRUE(should_use_cp(1, 32, 8192, 132));

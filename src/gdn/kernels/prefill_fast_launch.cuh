@@ -23,9 +23,10 @@ constexpr Kernel<kType> kKernels[4] = {kernels::fast::gdn_prefill_fast_kernel<kT
                                        kernels::fast::gdn_prefill_fast_kernel<kType, TSource::kInverseOrSolve>,
                                        kernels::fast::gdn_prefill_fast_kernel<kType, TSource::kTGatedOrSolve>};
 // The instantiation for the params' T source (the index into kKernels): T_g with the segment hooks
-// (CP stage 4) may miss the rows of a segment past the plan, which solve.
+// (CP stage 4) may miss the rows of a segment past the plan, which solve, unless the caller
+// promises none is missing (chunk_t_gated_covers_segments).
 inline int kernel_index(const PrefillParams& p) {
-  if (p.chunk_t_gated != nullptr) return p.segment_offsets != nullptr ? 3 : 1;
+  if (p.chunk_t_gated != nullptr) return p.segment_offsets != nullptr && !p.chunk_t_gated_covers_segments ? 3 : 1;
   return p.chunk_inverse != nullptr ? 2 : 0;
 }
 
