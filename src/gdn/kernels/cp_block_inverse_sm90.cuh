@@ -1,83 +1,254 @@
 #pragma once
 // CP stage 1: per 64-token block and state head, Tinv = (I + strict_lower(diag(beta) K K^T))^-1
 // (gate-free; docs/GDN_CP.md), and/or the gated T_g the prefill kernel's consumers use, as a
-// rounded pair hi + lo. Two warps per head: K K^T on tensor cores, then each of the 64 threads
-// solves one column by forward substitution entirely in registers (the column's
-// earlier entries are the thread's own, so the solve needs no synchronisation).
+// rounded pair hi + lo. Two warps per head: A0 = strict_lower(diag(beta) K K^T) on tensor cores,
+// then the inverse blocked by 16: the four diagonal 16x16 inverses by forward substitution (one
+// column per thread), the off-diagonal blocks as tensor-core products in 3xTF32 (fp32-accurate),
+// then Tinv and T_g stored as 16-byte row segments.
 #include "gdn/cp_launch.h"
 #include "gdn/kernels/cp_common_sm90.cuh"
+#include "runtime/once_per_device.h"
 
 namespace fastinfer::gdn::detail::cp {
 
-// Two warps per state head, so every warp solves: with four (two idle during the solve) ncu showed
-// 5 CTAs per SM, 17 % achieved occupancy and 8 cycles per issued instruction, 1.1 ms at 64x1k
-// 16/32 (H200, session 4 batch 1); A0 reuses the K tile's shared memory (17.9 KB per head). At 103
-// registers ncu showed 8 CTAs per SM (4 warps per scheduler); capped at 96 (16 bytes of spill) 10
-// fit.
 inline constexpr int kRowPad = 8;  // bf16 row padding: rows 272 B apart keep MMA fragment loads conflict-free
-// A0 is stored transposed, a0t[j][i] = A0[i][j], rows 68 floats apart: the solve reads a row j as
-// 16-byte vectors, and the MMA epilogue's transposed stores (lanes g: i, t: j = 2t) hit distinct banks.
-inline constexpr int kA0Pitch = kC + 4;
+// One fp32 [64][68] tile per head: A0 below the diagonal, overwritten block by block by Tinv as the
+// solve finishes with each A0 block. A pitch of 4 mod 32 banks keeps every fragment load and
+// store of the solve conflict-free.
+inline constexpr int kTilePitch = kC + 4;
+using SolveTile = float[kC][kTilePitch];
 
-// Column c of Tinv by forward substitution, entirely in registers (the column's earlier entries
-// are the thread's own), rows [kFirst, kLast) with kFirst <= c: the entries above are zero, so the
-// warp of columns 32-63 skips that half (496 instead of 2016 FMAs per thread); rows from kLast on
-// are zero when the block has at most kLast tokens (beta = 0 there: A0's rows are zero, so the
-// full solve leaves exactly +0 in them and e_c in a column c >= kLast), so a block of <= 32
-// tokens solves 32 rows (the 8192 x 32 shape: every block). Right-looking: once x[j] is
-// final it is subtracted from every later row, so the dependent chain is one FMA per step (63)
-// instead of the 2016 of row-by-row dot products (each CTA's lifetime was its first warp's chain:
-// ncu, session 4 batch 1); the same FMAs in the same order per x[i], so the same bits. Then the
-// column into block_inverse (all 64 rows) and/or block_t_gated (the rows of 16x16 blocks on or
-// below the diagonal: the prefill kernel reads only those).
-template <class In, int kFirst, int kLast = kC>
-__device__ __forceinline__ void solve_and_store_column(const CpStageParams& p, const float (&a0t)[kC][kA0Pitch],
-                                                       const float* gates, const float* beta, std::int64_t row, int c,
-                                                       bool store_inverse) {
-  using E = typename In::T;
-  float x[kC];
-#pragma unroll
-  for (int i = 0; i < kC; ++i) x[i] = i >= kFirst && i == c ? 1.f : 0.f;
-#pragma unroll
-  for (int j = kFirst; j < kLast - 1; ++j)
-#pragma unroll
-    for (int i = j + 1; i < kLast; ++i) x[i] = fmaf(-a0t[j][i], x[j], x[i]);
-  if (store_inverse) {
-    float* out = p.block_inverse + row * kC * kC;
-#pragma unroll
-    for (int i = 0; i < kC; ++i)
-      if (!p.lower_inverse_blocks || i / 16 >= c / 16) out[i * kC + c] = x[i];
+// Round-to-nearest tf32 part of x and the fp32 remainder (the MMA reads its top 19 bits): the
+// pair carries ~22 bits of x, so three products (big big, big small, small big) give fp32
+// accuracy (3xTF32).
+__device__ __forceinline__ void split_tf32(float x, std::uint32_t& big, std::uint32_t& small) {
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(big) : "f"(x));
+  small = __float_as_uint(x - __uint_as_float(big));
+}
+
+__device__ __forceinline__ void mma_tf32(float (&d)[4], const std::uint32_t (&a)[4], std::uint32_t b0, std::uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// The solve runs in the transposed domain (U = Tinv^T, upper triangular), where each product's
+// result is the A operand of the next. The m16n8k8 operands of one k8 step take its k order
+// permuted (logical k = t and t + 4 are the actual columns 2t and 2t + 1 of the step, the same for
+// A and B, so the product is unchanged): then an m16n8 accumulator tile is, as it stands, the A
+// operand of the next product's k8 step. Operands are read from the tile, which holds Tinv (not
+// U) and A0: every load is one float2 or two floats on 32 distinct banks.
+struct SplitA {
+  std::uint32_t big[4], small[4];
+  // From the accumulator tile c (rows g, g + 8; columns 2t, 2t + 1), times `sign`.
+  __device__ __forceinline__ void from_tile(const float (&c)[4], float sign) {
+    split_tf32(sign * c[0], big[0], small[0]);
+    split_tf32(sign * c[2], big[1], small[1]);
+    split_tf32(sign * c[1], big[2], small[2]);
+    split_tf32(sign * c[3], big[3], small[3]);
   }
-  if (p.block_t_gated != nullptr) {
-    // T_g[i][c] = Tinv[i][c] beta_c e^{G_i - G_c} (i >= c, else 0), rounded hi + lo: what the
-    // prefill kernel's consumers read (prefill_fast_t_gated.cuh computes the same per chunk).
-    E* hi = static_cast<E*>(p.block_t_gated) + row * 2 * kC * kC;
-    E* lo = hi + kC * kC;
-    const float beta_c = beta[c], g_c = gates[c];
+  // A[m][k] = m[k][m] (rows r0 + g, r0 + g + 8 of A; columns k0 + 2t, k0 + 2t + 1).
+  __device__ __forceinline__ void load_transposed(const SolveTile& m, int r0, int k0, int g, int t) {
+    from_tile({m[k0 + 2 * t][r0 + g], m[k0 + 2 * t + 1][r0 + g], m[k0 + 2 * t][r0 + g + 8], m[k0 + 2 * t + 1][r0 + g + 8]},
+              1.f);
+  }
+};
+
+struct SplitB {
+  std::uint32_t big[2], small[2];
+  // B[k][n] = m[n][k] (k rows k0 + 2t, k0 + 2t + 1; n column n0 + g).
+  __device__ __forceinline__ void load_transposed(const SolveTile& m, int k0, int n0, int g, int t) {
+    const float2 v = *reinterpret_cast<const float2*>(&m[n0 + g][k0 + 2 * t]);
+    split_tf32(v.x, big[0], small[0]);
+    split_tf32(v.y, big[1], small[1]);
+  }
+};
+
+// d += a b in 3xTF32, the small terms first.
+__device__ __forceinline__ void mma_3xtf32(float (&d)[4], const SplitA& a, const SplitB& b) {
+  mma_tf32(d, a.small, b.big[0], b.big[1]);
+  mma_tf32(d, a.big, b.small[0], b.small[1]);
+  mma_tf32(d, a.big, b.big[0], b.big[1]);
+}
+
+// Accumulator tiles [nt] of U rows r0.., columns c0 + 8 nt.. stored as Tinv: m[c][r] = U[r][c].
+template <int kTiles>
+__device__ __forceinline__ void store_tiles_transposed(SolveTile& m, const float (&acc)[kTiles][4], int r0, int c0,
+                                                       int g, int t) {
 #pragma unroll
-    for (int i = kFirst; i < kC; ++i) {
-      if (i / 16 >= c / 16) {
-        const float value = i >= c ? x[i] * beta_c * __expf(gates[i] - g_c) : 0.f;
-        const E rounded = In::from_float(value);
-        hi[i * kC + c] = rounded;
-        lo[i * kC + c] = In::from_float(value - In::to_float(rounded));
+  for (int nt = 0; nt < kTiles; ++nt) {
+    const int c = c0 + 8 * nt + 2 * t;
+    m[c][r0 + g] = acc[nt][0];
+    m[c + 1][r0 + g] = acc[nt][1];
+    m[c][r0 + g + 8] = acc[nt][2];
+    m[c + 1][r0 + g + 8] = acc[nt][3];
+  }
+}
+
+// Phase 1 (lanes of one warp per pair of diagonal blocks): column c of (I + A0_bb)^-1 by forward
+// substitution in registers, written over A0_bb (which only this warp reads), zeros above the
+// diagonal included, so the block is a clean triangular operand.
+__device__ __forceinline__ void invert_diagonal_block(SolveTile& m, int b, int c) {
+  const int base = 16 * b;
+  float x[16];
+#pragma unroll
+  for (int i = 0; i < 16; ++i) x[i] = i == c ? 1.f : 0.f;
+#pragma unroll
+  for (int j = 0; j < 15; ++j)
+#pragma unroll
+    for (int i = j + 1; i < 16; ++i) x[i] = fmaf(-m[base + i][base + j], x[j], x[i]);
+  __syncwarp();
+#pragma unroll
+  for (int i = 0; i < 16; ++i) m[base + i][base + c] = x[i];
+}
+
+// U_qq[k][n] (and U_hi's) is zero where the k8 step lies below the n8 tile (s > nt).
+__device__ __forceinline__ bool upper_tile(int s, int nt) { return s <= nt; }
+
+// Phase 2 (one warp): the 16x16 block below a diagonal pair, Tinv_qp = -Tinv_qq A0_qp Tinv_pp
+// (q = p + 1), as U_pq = -(U_pp A0_qp^T) U_qq, written over A0_qp (which only this warp reads).
+__device__ __forceinline__ void invert_block_pair(SolveTile& m, int p, int g, int t) {
+  const int rp = 16 * p, rq = rp + 16;
+  float y[2][4] = {};
+#pragma unroll
+  for (int s = 0; s < 2; ++s) {
+    SplitA a;
+    a.load_transposed(m, rp, rp + 8 * s, g, t);
+#pragma unroll
+    for (int nt = 0; nt < 2; ++nt) {
+      SplitB b;
+      b.load_transposed(m, rp + 8 * s, rq + 8 * nt, g, t);
+      mma_3xtf32(y[nt], a, b);
+    }
+  }
+  float z[2][4] = {};
+#pragma unroll
+  for (int s = 0; s < 2; ++s) {
+    SplitA a;
+    a.from_tile(y[s], -1.f);
+#pragma unroll
+    for (int nt = 0; nt < 2; ++nt) {
+      if (!upper_tile(s, nt)) continue;
+      SplitB b;
+      b.load_transposed(m, rq + 8 * s, rq + 8 * nt, g, t);
+      mma_3xtf32(z[nt], a, b);
+    }
+  }
+  __syncwarp();
+  store_tiles_transposed(m, z, rp, rq, g, t);
+}
+
+// Phase 3 (warp w of the head): columns 16 w.. of the 32x32 block below the two diagonal halves,
+// Tinv[32:64][0:32] = -Tinv_hi A0[32:64][0:32] Tinv_lo, as rows 16 w.. of U[0:32][32:64] =
+// -(U_lo A0[32:64][0:32]^T) U_hi, written over that A0 block once both warps have read it
+// (a CTA barrier: call from every thread). U_lo's row block 1 is zero left of column 16.
+__device__ __forceinline__ void invert_lower_half(SolveTile& m, int w, int g, int t) {
+  float y[4][4] = {};
+#pragma unroll
+  for (int s = 0; s < 4; ++s) {
+    if (s < 2 * w) continue;
+    SplitA a;
+    a.load_transposed(m, 16 * w, 8 * s, g, t);
+#pragma unroll
+    for (int nt = 0; nt < 4; ++nt) {
+      SplitB b;
+      b.load_transposed(m, 8 * s, 32 + 8 * nt, g, t);
+      mma_3xtf32(y[nt], a, b);
+    }
+  }
+  float z[4][4] = {};
+#pragma unroll
+  for (int s = 0; s < 4; ++s) {
+    SplitA a;
+    a.from_tile(y[s], -1.f);
+#pragma unroll
+    for (int nt = 0; nt < 4; ++nt) {
+      if (!upper_tile(s, nt)) continue;
+      SplitB b;
+      b.load_transposed(m, 32 + 8 * s, 32 + 8 * nt, g, t);
+      mma_3xtf32(z[nt], a, b);
+    }
+  }
+  __syncthreads();
+  store_tiles_transposed(m, z, 16 * w, 32, g, t);
+}
+
+// Tinv, complete in the tile, into block_inverse and/or block_t_gated (the 16x16 blocks on or below
+// the diagonal: stage 2 and the prefill kernel read only them) as 8-column groups (16-byte
+// vectors): the 320 groups of those blocks, row by row, five per thread of the head, so a warp's
+// stores cover whole row segments (block row R has 2 R + 2 groups per row, 16 (R + 1) R groups
+// before it; every boundary is a multiple of 32, so each warp's iteration lies in one block row).
+template <class In>
+__device__ __forceinline__ void store_blocks(const CpStageParams& p, const SolveTile& m, const float* gates,
+                                             const float* beta, std::int64_t row, int thread, bool store_inverse) {
+  using E = typename In::T;
+  E* const hi = static_cast<E*>(p.block_t_gated) + row * 2 * kC * kC;
+  E* const lo = hi + kC * kC;
+  float* const out = p.block_inverse + row * kC * kC;
+#pragma unroll
+  for (int k = 0; k < 5; ++k) {
+    const int f = 64 * k + thread;
+    const int R = f < 32 ? 0 : f < 96 ? 1 : f < 192 ? 2 : 3;
+    const int local = f - 16 * R * (R + 1), per_row = 2 * R + 2;
+    const int i = 16 * R + local / per_row, c0 = 8 * (local % per_row);
+    const float4 x0 = *reinterpret_cast<const float4*>(&m[i][c0]);
+    const float4 x1 = *reinterpret_cast<const float4*>(&m[i][c0 + 4]);
+    const float x[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
+    if (store_inverse) {
+      *reinterpret_cast<float4*>(out + i * kC + c0) = x0;
+      *reinterpret_cast<float4*>(out + i * kC + c0 + 4) = x1;
+    }
+    if (p.block_t_gated != nullptr) {
+      // T_g[i][c] = Tinv[i][c] beta_c e^{G_i - G_c} (i >= c, else 0), rounded hi + lo: what the
+      // prefill kernel's consumers read (prefill_fast_t_gated.cuh computes the same per chunk).
+      const float g_i = gates[i];
+      alignas(16) E h[8], l[8];
+#pragma unroll
+      for (int e = 0; e < 8; ++e) {
+        const int c = c0 + e;
+        const float value = i >= c ? x[e] * beta[c] * __expf(g_i - gates[c]) : 0.f;
+        h[e] = In::from_float(value);
+        l[e] = In::from_float(value - In::to_float(h[e]));
+      }
+      *reinterpret_cast<uint4*>(hi + i * kC + c0) = *reinterpret_cast<const uint4*>(h);
+      *reinterpret_cast<uint4*>(lo + i * kC + c0) = *reinterpret_cast<const uint4*>(l);
+    }
+  }
+  // Without lower_inverse_blocks (benchmarks only) the blocks above the diagonal too, zeros.
+  if (store_inverse && !p.lower_inverse_blocks) {
+    for (int f = thread; f < kC * kC / 8; f += 2 * 32) {
+      const int i = f / 8, c0 = 8 * (f % 8);
+      if (c0 / 16 > i / 16) {
+        *reinterpret_cast<float4*>(out + i * kC + c0) = make_float4(0.f, 0.f, 0.f, 0.f);
+        *reinterpret_cast<float4*>(out + i * kC + c0 + 4) = make_float4(0.f, 0.f, 0.f, 0.f);
       }
     }
   }
 }
 
 // kHeads state heads per CTA (64 threads each) that read the same k head (GVA with Hsab a
-// multiple of 2 Hk): K is loaded, normalised and multiplied once for both, A0 = diag(beta_h) K K^T
-// per head (the per-head work is the solve; the K side was ~1/3 of a CTA's instructions).
+// multiple of kHeads Hk): K is loaded, normalised and multiplied once for all, A0 = diag(beta_h)
+// K K^T per head. Resident per SM: 10 one-head CTAs (96 registers: their K K^T holds 64
+// accumulators), 6 two-head ones (35.8 KB of shared memory, 80 registers; the column solve this
+// replaced ran 5 at 96), 3 four-head ones (70 KB). Four heads rather than two pairs where Hsab is
+// a multiple of 4 Hk: H200 (pst1 batch 2) 16/64 64x1k 0.780 -> 0.769 ms, CP 1x64k 0.924 -> 0.833.
+template <int kHeads>
+inline constexpr int kBlocksPerSm = kHeads == 4 ? 3 : kHeads == 2 ? 6 : 10;
+template <CpInputType kInput>
+inline constexpr int kTileBytes = sizeof(typename Input<kInput>::T) * kC * (kD + kRowPad);
+
 template <CpInputType kInput, int kHeads>
-__global__ void __launch_bounds__(kC * kHeads, 10 / kHeads) block_inverse_kernel(const CpStageParams p) {
+__global__ void __launch_bounds__(kC * kHeads, kBlocksPerSm<kHeads>) block_inverse_kernel(const CpStageParams p) {
   using In = Input<kInput>;
   using E = typename In::T;
-  constexpr int kTileBytes = sizeof(E) * kC * (kD + kRowPad);
-  static_assert(sizeof(float) * kC * kA0Pitch <= kTileBytes);
-  // K rows in tile 0, then A0 of head r (transposed) in tile r once every warp has read K.
-  __shared__ alignas(16) unsigned char tiles[kHeads][kTileBytes];
-  auto& k_rows = *reinterpret_cast<E(*)[kC][kD + kRowPad]>(tiles[0]);
+  static_assert(sizeof(SolveTile) <= kTileBytes<kInput>);
+  // kHeads tiles of dynamic shared memory: K rows in tile 0, then the solve tile of head r in
+  // tile r once every warp has read K.
+  extern __shared__ __align__(16) unsigned char dynamic_smem[];
+  const auto tile = [&](int h) { return dynamic_smem + h * kTileBytes<kInput>; };
+  auto& k_rows = *reinterpret_cast<E(*)[kC][kD + kRowPad]>(tile(0));
   __shared__ float gates[kHeads][kC], beta[kHeads][kC];
 
   const int block = blockIdx.x, head0 = blockIdx.y * kHeads, n = blockIdx.z;
@@ -88,7 +259,6 @@ __global__ void __launch_bounds__(kC * kHeads, 10 / kHeads) block_inverse_kernel
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   // This thread's head (gates, solve) and token / column.
   const int r = threadIdx.x / kC, tok = threadIdx.x % kC;
-
   const E* k_head =
       static_cast<const E*>(p.k) + static_cast<std::int64_t>(head0 * p.num_k_heads / p.num_state_heads) * p.k_stride_head;
   BlockRowsFetch<In, kC * kHeads / 32> k_fetch;
@@ -101,7 +271,9 @@ __global__ void __launch_bounds__(kC * kHeads, 10 / kHeads) block_inverse_kernel
     alpha = p.alpha ? __ldg(p.alpha + token * p.alpha_stride_token + head0 + r) : 1.f;
     b = p.beta ? __ldg(p.beta + token * p.beta_stride_token + head0 + r) : 1.f;
   }
-  k_fetch.store(p.use_qk_l2norm, warp, lane, [&](int row, int col, float x) { k_rows[row][col] = In::from_float(x); });
+  k_fetch.store4(p.use_qk_l2norm, warp, lane, [&](int row, int col, const float (&x)[4]) {
+    *reinterpret_cast<uint2*>(&k_rows[row][col]) = make_uint2(In::pack(x[0], x[1]), In::pack(x[2], x[3]));
+  });
   float la = fmaxf(__logf(alpha), kMinLogAlpha);
 #pragma unroll
   for (int o = 1; o < 32; o <<= 1) {
@@ -114,63 +286,82 @@ __global__ void __launch_bounds__(kC * kHeads, 10 / kHeads) block_inverse_kernel
   if (tok >= 32) gates[r][tok] += gates[r][31];
   __syncthreads();
 
-  // K K^T on every warp: warp w computes row tiles w kMTiles .. (w + 1) kMTiles - 1 (16 rows each),
-  // columns j < 16 (w + 1) kMTiles (every j < i of them). With two heads (four warps) each warp
-  // takes one 16-row tile (the longest, warp 3: 8 column tiles) instead of warps 0-1 taking 32 rows
-  // while warps 2-3 waited at the barrier (ncu, session 4 batch 5: barrier stall 1.27 cycles per
-  // issued instruction; the longest warp had 16 MMAs per k-step, now 8).
-  constexpr int kMmaWarps = 2 * kHeads, kMTiles = (kC / 16) / kMmaWarps;
-  const int r0 = warp * 16 * kMTiles, col_tiles = 2 * kMTiles * (warp + 1);
+  // K K^T on every warp, the row tiles i and their column tiles j < i split between them: with
+  // two or four warps (one or two heads), warp w takes row tiles w kMTiles .. (w + 1) kMTiles - 1
+  // whole; with eight, row tile w / 2 and half of its column tiles. (Warps 0-1 taking 32 rows
+  // while warps 2-3 waited at the barrier cost 1.27 stall cycles per issued instruction: ncu,
+  // session 4 batch 5.)
+  constexpr int kMmaWarps = 2 * kHeads, kMTiles = kMmaWarps <= 4 ? 4 / kMmaWarps : 1;
+  int r0 = warp * 16 * kMTiles, n_first = 0, n_last = 2 * kMTiles * (warp + 1);
+  if constexpr (kMmaWarps == 8) {
+    const int half = warp / 2 + 1;  // half of the 2 (warp / 2 + 1) column tiles left of row tile warp / 2
+    r0 = 16 * (warp / 2);
+    n_first = (warp % 2) * half;
+    n_last = n_first + half;
+  }
+  const auto computes = [&](int nt) { return nt >= n_first && nt < n_last; };
   float acc[kMTiles][8][4] = {};
   // Rows at or past len are zero rows of K: a warp whose rows all lie there keeps zero accumulators.
   if (r0 < len) {
 #pragma unroll
     for (int ks = 0; ks < kD / 16; ++ks) {
+      // Fragments by ldmatrix (rows 272 B apart: conflict-free), a quarter of the shared loads
+      // of per-pair loads.
       std::uint32_t a[kMTiles][4];
 #pragma unroll
       for (int mt = 0; mt < kMTiles; ++mt) {
-        const int row = r0 + mt * 16 + g, col = ks * 16 + 2 * t;
-        a[mt][0] = lds_pair(&k_rows[row][col]);
-        a[mt][1] = lds_pair(&k_rows[row + 8][col]);
-        a[mt][2] = lds_pair(&k_rows[row][col + 8]);
-        a[mt][3] = lds_pair(&k_rows[row + 8][col + 8]);
+        const E* a_row = &k_rows[r0 + mt * 16 + lane % 16][ks * 16 + (lane / 16) * 8];
+        cute::SM75_U32x4_LDSM_N::copy(*reinterpret_cast<const cute::uint128_t*>(a_row), a[mt][0], a[mt][1], a[mt][2],
+                                      a[mt][3]);
       }
 #pragma unroll
-      for (int nt = 0; nt < 8; ++nt) {
-        if (nt < col_tiles) {
-          const std::uint32_t b0 = lds_pair(&k_rows[nt * 8 + g][ks * 16 + 2 * t]);
-          const std::uint32_t b1 = lds_pair(&k_rows[nt * 8 + g][ks * 16 + 2 * t + 8]);
+      for (int nt = 0; nt < 8; nt += 2) {
+        if (computes(nt) || computes(nt + 1)) {
+          std::uint32_t b[4];
+          load_b_pair(&k_rows[nt * 8][ks * 16], kD + kRowPad, lane, b);
 #pragma unroll
-          for (int mt = 0; mt < kMTiles; ++mt) In::mma(acc[mt][nt], a[mt], b0, b1);
+          for (int mt = 0; mt < kMTiles; ++mt) {
+            if (computes(nt)) In::mma(acc[mt][nt], a[mt], b[0], b[1]);
+            if (computes(nt + 1)) In::mma(acc[mt][nt + 1], a[mt], b[2], b[3]);
+          }
         }
       }
     }
   }
   __syncthreads();  // K read: A0 overwrites it
-  // The solve reads A0[i][j] for j < i only, so the tiles right of col_tiles stay unwritten.
+  // A0[i][j] = beta_i (K K^T)[i][j] below the diagonal (the solve reads nothing above it).
 #pragma unroll
   for (int h = 0; h < kHeads; ++h) {
-    auto& a0t = *reinterpret_cast<float(*)[kC][kA0Pitch]>(tiles[h]);
+    auto& a0 = *reinterpret_cast<SolveTile*>(tile(h));
 #pragma unroll
     for (int mt = 0; mt < kMTiles; ++mt)
 #pragma unroll
       for (int nt = 0; nt < 8; ++nt)
-        if (nt < col_tiles) {
+        if (computes(nt)) {
 #pragma unroll
           for (int e = 0; e < 4; ++e) {
             const int i = r0 + mt * 16 + g + (e / 2) * 8, j = nt * 8 + 2 * t + (e % 2);
-            a0t[j][i] = j < i ? beta[h][i] * acc[mt][nt][e] : 0.f;
+            if (j < i) a0[i][j] = beta[h][i] * acc[mt][nt][e];
           }
         }
   }
   __syncthreads();
 
-  const auto& a0t = *reinterpret_cast<const float(*)[kC][kA0Pitch]>(tiles[r]);
-  const int c = tok;
+  // The inverse, blocked by 16 (Tinv of a block diagonal pair is [[T_pp, 0], [-T_qq A0_qp T_pp,
+  // T_qq]], and likewise for the two halves), on this head's two warps: diagonal blocks 2 w and
+  // 2 w + 1, the block between them, then columns 16 w.. of the lower-left 32x32 block.
+  auto& m = *reinterpret_cast<SolveTile*>(tile(r));
+  const int head_warp = warp % 2;
+  invert_diagonal_block(m, tok / 16, tok % 16);
+  __syncwarp();
+  invert_block_pair(m, 2 * head_warp, g, t);
+  __syncthreads();
+  // Blocks of <= 32 tokens (CTA-uniform): rows 32-63 of A0 are zero, and so is Tinv's lower-left
+  // block, which A0's zeros already fill.
+  if (len > kC / 2) invert_lower_half(m, head_warp, g, t);
+  __syncthreads();
+
   const std::int64_t row = (static_cast<std::int64_t>(n) * p.blocks_per_seq + block) * p.num_state_heads + head0 + r;
-  // Warp-uniform: the second warp of each head starts at row 32; blocks of <= 32 tokens (CTA-
-  // uniform) solve rows 0-31 only.
-  const bool short_block = len <= kC / 2;
   // Stage 2 reads no Tinv of a sequence's last chunk when it skips that chunk's map
   // (CpStageParams::skip_last_chunk_inverse): 1/4 of the fp32 stores at 1x128k 16/32, 1/2 at 16/64
   // 1x64k (CTA-uniform).
@@ -178,32 +369,36 @@ __global__ void __launch_bounds__(kC * kHeads, 10 / kHeads) block_inverse_kernel
       p.block_inverse != nullptr &&
       !(p.skip_last_chunk_inverse &&
         bos + (static_cast<std::int64_t>(block) * kC / p.chunk_len + 1) * p.chunk_len >= eos);
-  if (c < kC / 2) {
-    if (short_block) {
-      solve_and_store_column<In, 0, kC / 2>(p, a0t, gates[r], beta[r], row, c, store_inverse);
-    } else {
-      solve_and_store_column<In, 0>(p, a0t, gates[r], beta[r], row, c, store_inverse);
-    }
-  } else {
-    if (short_block) {
-      solve_and_store_column<In, kC / 2, kC / 2>(p, a0t, gates[r], beta[r], row, c, store_inverse);
-    } else {
-      solve_and_store_column<In, kC / 2>(p, a0t, gates[r], beta[r], row, c, store_inverse);
-    }
+  store_blocks<In>(p, m, gates[r], beta[r], row, tok, store_inverse);
+}
+
+template <CpInputType kInput, int kHeads>
+void launch_block_inverse_heads(const CpStageParams& params, cudaStream_t stream) {
+  constexpr std::size_t smem = kHeads * kTileBytes<kInput>;
+  if constexpr (smem > 48 * 1024) {
+    // Above the default 48 KB of dynamic shared memory: opt in once per device, not per call.
+    static OncePerDevice once;
+    int device = 0;
+    FASTINFER_CUDA_CHECK(cudaGetDevice(&device));
+    once(device, [] {
+      FASTINFER_CUDA_CHECK(
+          cudaFuncSetAttribute(block_inverse_kernel<kInput, kHeads>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    });
   }
+  const dim3 grid(params.blocks_per_seq, params.num_state_heads / kHeads, params.num_seqs);
+  // First stage: a plain launch, so it never overlaps the previous call's readers of the workspace.
+  launch_stage(block_inverse_kernel<kInput, kHeads>, grid, dim3(kC * kHeads), smem, stream, false, params);
 }
 
 template <CpInputType kInput>
 void launch_cp_block_inverse(const CpStageParams& params, cudaStream_t stream) {
-  // Pairs of state heads share their k head when Hsab is a multiple of 2 Hk.
-  const bool pairs = params.num_state_heads % (2 * params.num_k_heads) == 0;
-  const int heads = pairs ? 2 : 1;
-  const dim3 grid(params.blocks_per_seq, params.num_state_heads / heads, params.num_seqs);
-  // First stage: a plain launch, so it never overlaps the previous call's readers of the workspace.
-  if (pairs) {
-    launch_stage(block_inverse_kernel<kInput, 2>, grid, dim3(2 * kC), 0, stream, false, params);
+  // Groups of four or two state heads share their k head when Hsab is a multiple of 4 Hk or 2 Hk.
+  if (params.num_state_heads % (4 * params.num_k_heads) == 0) {
+    launch_block_inverse_heads<kInput, 4>(params, stream);
+  } else if (params.num_state_heads % (2 * params.num_k_heads) == 0) {
+    launch_block_inverse_heads<kInput, 2>(params, stream);
   } else {
-    launch_stage(block_inverse_kernel<kInput, 1>, grid, dim3(kC), 0, stream, false, params);
+    launch_block_inverse_heads<kInput, 1>(params, stream);
   }
 }
 
