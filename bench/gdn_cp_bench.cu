@@ -38,7 +38,9 @@ nlohmann::json run_gdn_cp(const BenchOptions& options) {
                                {2, 8, 4, 2048, 0},        {2, 8, 16, 4096, 0},
                                // Around N Hsab = 48-64 for the Auto rule (session 7): longer and shorter sequences.
                                {16, 64, 1, 16384, 0},     {16, 64, 1, 32768, 0},     {16, 48, 1, 32768, 0},
-                               {16, 32, 2, 32768, 0},     {2, 8, 8, 8192, 0},        {2, 8, 8, 32768, 0}};
+                               {16, 32, 2, 32768, 0},     {2, 8, 8, 8192, 0},        {2, 8, 8, 32768, 0},
+                               {16, 64, 1, 2048, 0},      {16, 64, 1, 4096, 0},      {16, 64, 1, 8192, 0},
+                               {2, 8, 4, 8192, 0},        {16, 32, 3, 8192, 0}};
   cudaStream_t stream;
   FASTINFER_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   const int host_reps = options.quick ? 200 : 2000;
