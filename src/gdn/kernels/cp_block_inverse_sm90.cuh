@@ -175,6 +175,13 @@ __device__ __forceinline__ void invert_lower_half(SolveTile& m, int w, int g, in
   store_tiles_transposed(m, z, 16 * w, 32, g, t);
 }
 
+inline constexpr float kLog2e = 1.4426950408889634f;
+__device__ __forceinline__ float exp2_ftz(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
 // Tinv, complete in the tile, into block_inverse and/or block_t_gated (the 16x16 blocks on or below
 // the diagonal: stage 2 and the prefill kernel read only them) as 8-column groups (16-byte
 // vectors): the 320 groups of those blocks, row by row, five per thread of the head, so a warp's
@@ -203,17 +210,28 @@ __device__ __forceinline__ void store_blocks(const CpStageParams& p, const Solve
     if (p.block_t_gated != nullptr) {
       // T_g[i][c] = Tinv[i][c] beta_c e^{G_i - G_c} (i >= c, else 0), rounded hi + lo: what the
       // prefill kernel's consumers read (prefill_fast_t_gated.cuh computes the same per chunk).
+      // Branch-free (above the diagonal the exponential may overflow: selected away), the
+      // exponential by ex2.approx.ftz (results below 2^-126 flush to zero).
       const float g_i = gates[i];
-      alignas(16) E h[8], l[8];
+      const float4 gc0 = *reinterpret_cast<const float4*>(gates + c0), gc1 = *reinterpret_cast<const float4*>(gates + c0 + 4);
+      const float4 bc0 = *reinterpret_cast<const float4*>(beta + c0), bc1 = *reinterpret_cast<const float4*>(beta + c0 + 4);
+      const float g_c[8] = {gc0.x, gc0.y, gc0.z, gc0.w, gc1.x, gc1.y, gc1.z, gc1.w};
+      const float b_c[8] = {bc0.x, bc0.y, bc0.z, bc0.w, bc1.x, bc1.y, bc1.z, bc1.w};
+      std::uint32_t h[4], l[4];
 #pragma unroll
-      for (int e = 0; e < 8; ++e) {
-        const int c = c0 + e;
-        const float value = i >= c ? x[e] * beta[c] * __expf(g_i - gates[c]) : 0.f;
-        h[e] = In::from_float(value);
-        l[e] = In::from_float(value - In::to_float(h[e]));
+      for (int e = 0; e < 8; e += 2) {
+        float v[2];
+#pragma unroll
+        for (int u = 0; u < 2; ++u) {
+          const float gated = x[e + u] * b_c[e + u] * exp2_ftz((g_i - g_c[e + u]) * kLog2e);
+          v[u] = i >= c0 + e + u ? gated : 0.f;
+        }
+        h[e / 2] = In::pack(v[0], v[1]);
+        const E* rounded = reinterpret_cast<const E*>(&h[e / 2]);
+        l[e / 2] = In::pack(v[0] - In::to_float(rounded[0]), v[1] - In::to_float(rounded[1]));
       }
-      *reinterpret_cast<uint4*>(hi + i * kC + c0) = *reinterpret_cast<const uint4*>(h);
-      *reinterpret_cast<uint4*>(lo + i * kC + c0) = *reinterpret_cast<const uint4*>(l);
+      *reinterpret_cast<uint4*>(hi + i * kC + c0) = make_uint4(h[0], h[1], h[2], h[3]);
+      *reinterpret_cast<uint4*>(lo + i * kC + c0) = make_uint4(l[0], l[1], l[2], l[3]);
     }
   }
   // Without lower_inverse_blocks (benchmarks only) the blocks above the diagonal too, zeros.
@@ -249,7 +267,7 @@ __global__ void __launch_bounds__(kC * kHeads, kBlocksPerSm<kHeads>) block_inver
   extern __shared__ __align__(16) unsigned char dynamic_smem[];
   const auto tile = [&](int h) { return dynamic_smem + h * kTileBytes<kInput>; };
   auto& k_rows = *reinterpret_cast<E(*)[kC][kD + kRowPad]>(tile(0));
-  __shared__ float gates[kHeads][kC], beta[kHeads][kC];
+  __shared__ alignas(16) float gates[kHeads][kC], beta[kHeads][kC];
 
   const int block = blockIdx.x, head0 = blockIdx.y * kHeads, n = blockIdx.z;
   const std::int64_t bos = seq_offset(p, n), eos = seq_offset(p, n + 1);
