@@ -25,6 +25,7 @@ struct CpWorkspace {
   float* chunk_states;
   void* segment_offsets;
   std::int32_t* segment_sequence;
+  std::int32_t* tail_segment_sequence;
   std::size_t bytes;
 };
 
@@ -43,6 +44,7 @@ CpWorkspace carve(void* base, const CpPlan& plan) {
   w.chunk_states = carver.take<float>(chunks * heads * kD * kD);
   w.segment_offsets = carver.take<std::int64_t>(chunks + 1);
   w.segment_sequence = carver.take<std::int32_t>(chunks);
+  w.tail_segment_sequence = carver.take<std::int32_t>(chunks);
   w.bytes = carver.bytes();
   return w;
 }
@@ -125,6 +127,9 @@ CpStageView launch_stages(const PrefillArgs& a, const ExecContext& ctx, const Cp
   p.final_states = final_states;
   p.segment_offsets = w.segment_offsets;
   p.segment_sequence = w.segment_sequence;
+  // Stage 4 in two launches where a sequence may be longer than the plan (prefill_cp).
+  const bool split_stage4 = options.stage4_without_solve != 0 && !cp_plan_covers_tokens(plan, a.k.size(0));
+  p.tail_segment_sequence = split_stage4 ? w.tail_segment_sequence : nullptr;
   p.programmatic_launch = options.programmatic_launch;
   p.fp16_operands = options.fp16_operands;
   p.wgmma_maps = options.fp16_operands && options.wgmma_maps;
@@ -139,7 +144,8 @@ CpStageView launch_stages(const PrefillArgs& a, const ExecContext& ctx, const Cp
   if (options.first_stage <= 1) kInverse[input](p, ctx.stream);
   if (options.first_stage <= 2 && options.last_stage >= 2) kMaps[p.wgmma_maps ? 2 : p.fp16_operands ? 1 : 0][input](p, ctx.stream);
   if (options.last_stage >= 3) launch_cp_fixup(p, ctx.stream);
-  return {plan, w.block_inverse, w.block_t_gated, w.map_m, w.map_b, w.chunk_states, w.segment_offsets, w.segment_sequence};
+  return {plan, w.block_inverse, w.block_t_gated, w.map_m, w.map_b, w.chunk_states, w.segment_offsets, w.segment_sequence,
+          p.tail_segment_sequence};
 }
 
 }  // namespace
@@ -164,14 +170,22 @@ void prefill_cp(const PrefillArgs& a, const PrefillShape& shape, const ExecConte
   p.segment_states = stages.chunk_states;
   // Stage 1's T_g of every block: stage 4 loads it instead of solving T and building T_g. Only a
   // segment past the plan (a max_seqlen hint below the longest sequence) lacks rows and needs the
-  // kernel's solve fallback; where the plan covers every possible sequence, the instantiation
-  // without it runs (wgmma consumers).
+  // kernel's solve fallback: such segments are in stage 3's tail table (when the plan may not
+  // cover every sequence), run first by the solve-capable instantiation (usually all its items
+  // are empty), and the rest by the instantiation without the solve (wgmma consumers).
   p.chunk_t_gated = stages.block_t_gated;
   p.chunk_inverse_segment_blocks = static_cast<int>(stages.plan.chunk_len / kCpBlockLen);
-  p.chunk_t_gated_covers_segments = options.stage4_without_solve != 0 && cp_plan_covers_tokens(stages.plan, a.k.size(0));
   p.programmatic_launch = options.programmatic_launch;
   const PrefillRunnerKey key{ctx.device.index, a.q.dtype == DType::kBFloat16 ? InputType::kBFloat16 : InputType::kFloat16};
-  prefill_runner(key)->run(p, ctx.stream);
+  const auto runner = prefill_runner(key);
+  if (stages.tail_segment_sequence != nullptr) {
+    PrefillParams tail = p;
+    tail.segment_sequence = stages.tail_segment_sequence;
+    runner->run(tail, ctx.stream);
+  }
+  p.chunk_t_gated_covers_segments =
+      options.stage4_without_solve != 0 && (stages.tail_segment_sequence != nullptr || cp_plan_covers_tokens(stages.plan, a.k.size(0)));
+  runner->run(p, ctx.stream);
 }
 
 }  // namespace fastinfer::gdn::detail

@@ -58,10 +58,12 @@ struct CpOptions {
   int first_stage = 1;
   // Stage 3 rows per CTA (16 or 32); 0 = cp_fixup_rows (src/gdn/cp_plan.cpp).
   int fixup_rows = 0;
-  // Stage 4 on the prefill kernel without the in-kernel solve (its wgmma consumers): -1 = wherever
-  // stage 1's T_g covers every chunk stage 4 can meet (cp_plan_covers_tokens: no segment can run
-  // past the plan), 0 = always the solve-capable instantiation (mma.sync consumers; the path
-  // before session 7, kept for benchmarks and the hint-below-the-longest-sequence case).
+  // Stage 4 on the prefill kernel without the in-kernel solve (its wgmma consumers): -1 = always;
+  // where the plan may not cover every sequence (N > 1 with a max_seqlen hint:
+  // cp_plan_covers_tokens), the last segment of a sequence longer than the plan runs in a second,
+  // solve-capable launch (stage 3 writes CpStageParams::tail_segment_sequence; usually every item
+  // of it is empty). 0 = one launch of the solve-capable instantiation (mma.sync consumers; the
+  // path before session 7, for benchmarks).
   int stage4_without_solve = -1;
 };
 
@@ -76,6 +78,7 @@ struct CpStageView {
   const float* chunk_states = nullptr;
   const void* segment_offsets = nullptr;  // [segments + 1], dtype of cu_seqlens (stage 4's table)
   const std::int32_t* segment_sequence = nullptr;
+  const std::int32_t* tail_segment_sequence = nullptr;  // or nullptr (CpStageParams::tail_segment_sequence)
 };
 
 // Runs stages 1-3 for validated CUDA arguments. With final_states (device fp32

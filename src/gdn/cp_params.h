@@ -64,6 +64,12 @@ struct CpStageParams {
   // [offsets[s], offsets[s + 1]), offsets in the dtype of cu_seqlens), written by stage 3.
   void* segment_offsets = nullptr;
   std::int32_t* segment_sequence = nullptr;
+  // Optional, with the segment table: a second sequence table over the same offsets for a
+  // sequence longer than the plan (chunks_per_seq x chunk_len, a max_seqlen hint below the longest
+  // sequence): its last segment (which runs to the sequence end, past the plan's T_g rows) is -1
+  // in segment_sequence and n here, every other segment -1 here. Stage 4 then runs the kernel
+  // without the solve on segment_sequence and the solve-capable one on this table.
+  std::int32_t* tail_segment_sequence = nullptr;
 
   bool programmatic_launch = false;  // launch stages 2-3 with programmatic dependent launch
   bool prefetch_blocks = false;      // stage 2 loads block b + 1 (cp.async) while it computes block b

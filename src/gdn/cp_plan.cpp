@@ -62,7 +62,7 @@ bool cp_plan_covers_tokens(const CpPlan& plan, std::int64_t total_tokens) {
 
 bool should_use_cp(std::int64_t num_seqs, std::int64_t num_state_heads, std::int64_t max_seqlen, int sm_count) {
   if (5 * num_seqs * num_state_heads < 2 * sm_count && max_seqlen >= kCpAutoMinSeqLen) return true;
-  return num_seqs == 1 && 2 * num_state_heads <= sm_count && max_seqlen >= kCpAutoOneSeqMinSeqLen;
+  return 2 * num_seqs * num_state_heads <= sm_count && max_seqlen >= kCpAutoHalfSmsMinSeqLen;
 }
 
 }  // namespace fastinfer::gdn::detail

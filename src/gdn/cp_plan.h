@@ -54,16 +54,15 @@ std::int64_t cp_map_splits(const CpPlan& plan, int sm_count, bool last_chunk_map
 std::int64_t cp_map_splits_at_most(const CpPlan& plan, std::int64_t wanted);
 
 // Whether CP should run (use_cp = Auto): the per-(sequence, head) path keeps fewer than 40 % of the
-// SMs busy (N Hsab < 0.4 SMs) and some sequence has at least kCpAutoMinSeqLen tokens; or one
-// sequence of at least kCpAutoOneSeqMinSeqLen tokens keeps at most half of them busy
-// (Hsab <= 0.5 SMs). The second clause since session 7 (stage 4 without the solve, which runs for
-// one sequence: cp_plan_covers_tokens), H200 cp9 batches 2-3, CP / plain: 16/64 1x8k 0.805 /
-// 0.847 ms (with a stage 2 ~8 % slower than the default's), 1x16k 1.468 / 1.642, 1x32k 2.853 /
-// 3.232, 1x64k 5.606 / 6.402; 1x4k even (0.450 / 0.446), 1x2k lost (0.275 / 0.242). N > 1 at
-// N Hsab = 64 (a hint: the solve-capable stage 4) still loses: 16/32 2x8k 0.950 / 0.851, 2x32k
-// 3.491 / 3.239, 2/8 8x8k 0.941 / 0.839, 8x32k 3.436 / 3.208; at 32 pairs it wins (2/8 4x8k 0.632
-// / 0.765; 4x2k even, 0.214 / 0.216). Hsab between 64 and 0.5 SMs is interpolated. Since the
-// session-6 prefill kernel (1.3x faster plain path) the H200 run at 7521fb2 measured CP losing at
+// SMs busy (N Hsab < 0.4 SMs) and some sequence has at least kCpAutoMinSeqLen tokens; or at most
+// half of them (N Hsab <= 0.5 SMs) with at least kCpAutoHalfSmsMinSeqLen tokens. The second
+// clause since session 7 (stage 4 without the solve, docs/GDN_CP.md), H200 cp9 batch 4, CP /
+// plain ms at N Hsab = 64: 16/64 1x8k 0.779 / 0.846, 1x16k 1.467 / 1.645, 1x32k
+// 2.852 / 3.238, 1x64k 5.630 / 6.404, 16/32 2x8k 0.798 / 0.852, 2x32k 2.860 / 3.247, 2/8 8x8k
+// 0.774 / 0.836, 8x32k 2.778 / 3.193; 16/64 1x4k even (0.441 / 0.449), 1x2k lost (0.269 /
+// 0.244); at 96 pairs even (16/32 3x8k 0.934 / 0.925), at 128 lost by 1-2 % (4x8k 1.005 / 0.992,
+// 2/8 16x4k 0.522 / 0.515). Between 64 pairs and 0.5 SMs (66) interpolated. The first
+// clause: since the session-6 prefill kernel (1.3x faster plain path) the H200 run at 7521fb2 measured CP losing at
 // N Hsab = 64 (16/64 1x64k 6.92 vs 6.41 ms; 16/32 2x8k 0.958 vs 0.851) and winning at 32 (16/32
 // 1x8k 0.645 vs 0.801; 1x128k 7.84 vs 11.77; 2/8 4x2k even); 0.4 SMs (52 at 132 SMs) is where the
 // CP / plain ratio interpolated between those two points crosses 1, not a measured boundary.
@@ -73,7 +72,7 @@ std::int64_t cp_map_splits_at_most(const CpPlan& plan, std::int64_t wanted);
 // (0.219 vs 0.265 ms) and CP at 1x2k (0.374 vs 0.445 ms), hence 2048; shorter sequences with
 // fewer heads are unmeasured.
 inline constexpr std::int64_t kCpAutoMinSeqLen = 2048;
-inline constexpr std::int64_t kCpAutoOneSeqMinSeqLen = 8192;
+inline constexpr std::int64_t kCpAutoHalfSmsMinSeqLen = 8192;
 // Whether stage 2 prefetches the next block (CpOptions::prefetch_blocks = -1). The mma.sync kernels
 // always gain (1-9 %, H200 session 4). The wgmma kernel gains where the plan cuts chunks into map
 // pieces of >= kCpPrefetchMinPieceBlocks blocks, i.e. where stage 2 fills the GPU (H200 session 6,

@@ -99,9 +99,10 @@ TEST_F(GdnCpPrefillGpu, AgainstOracleRaggedGatesStates) {
   }
 }
 
-// Stage 4 on the kernel without the solve fallback (wgmma consumers; the plan covers every
-// sequence: no hint, or one sequence) and forced onto the solve-capable one (mma.sync consumers),
-// both against the oracle on ragged lengths with states and checkpoints across segment boundaries.
+// Stage 4 on the kernel without the solve fallback (wgmma consumers; with N > 1 and a hint the
+// segments past the plan in a second, solve-capable launch) and forced onto the solve-capable one
+// (mma.sync consumers), both against the oracle on ragged lengths with states and checkpoints
+// across segment boundaries.
 TEST_F(GdnCpPrefillGpu, StageFourWithAndWithoutSolveFallbackAgainstOracle) {
   std::uint64_t seed = 4000;
   for (int without_solve : {-1, 0}) {
@@ -120,6 +121,13 @@ TEST_F(GdnCpPrefillGpu, StageFourWithAndWithoutSolveFallbackAgainstOracle) {
     one.state = StateForm::kPacked;
     one.checkpoint_every = 192;
     run_against_oracle(one, seed++, false, cp_stage4(384, true, without_solve));
+    // N > 1 with a hint below the longest sequence: the tail of the 1500-token sequence runs in the
+    // solve-capable launch (or, with 0, everything does).
+    PrefillCase tail = cp_case({1500, 300, 65}, 2, 2, 4);
+    tail.max_seqlen = 600;
+    tail.state = StateForm::kPool;
+    tail.checkpoint_every = 128;
+    run_against_oracle(tail, seed++, false, cp_stage4(256, true, without_solve));
   }
 }
 

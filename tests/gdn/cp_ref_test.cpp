@@ -271,12 +271,13 @@ TEST(GdnCpPlan, AutoRule) {
   EXPECT_FALSE(should_use_cp(1, 32, 600, 132));     // too short to cut
   EXPECT_FALSE(should_use_cp(1, 32, 1024, 132));    // the plain path wins at 1x1k (measured)
   EXPECT_TRUE(should_use_cp(1, 32, 2048, 132));
-  EXPECT_TRUE(should_use_cp(1, 64, 65536, 132));   // one sequence at 64 heads: CP wins from 8k (measured, session 7)
+  EXPECT_TRUE(should_use_cp(1, 64, 65536, 132));   // 64 pairs: CP wins from 8k (measured, session 7)
   EXPECT_TRUE(should_use_cp(1, 64, 8192, 132));
+  EXPECT_TRUE(should_use_cp(2, 32, 8192, 132));
+  EXPECT_TRUE(should_use_cp(8, 8, 32768, 132));
   EXPECT_FALSE(should_use_cp(1, 64, 4096, 132));   // even at 4k, lost at 2k
-  EXPECT_FALSE(should_use_cp(1, 96, 65536, 132));  // more than half the SMs
-  EXPECT_FALSE(should_use_cp(2, 32, 8192, 132));   // N > 1 at 64 pairs: the plain path wins (measured, sessions 6-7)
-  EXPECT_FALSE(should_use_cp(2, 32, 32768, 132));
+  EXPECT_FALSE(should_use_cp(3, 32, 8192, 132));   // 96 pairs: even
+  EXPECT_FALSE(should_use_cp(1, 96, 65536, 132));
   EXPECT_TRUE(should_use_cp(1, 48, 8192, 132));    // below 0.4 SMs (interpolated boundary)
   EXPECT_TRUE(should_use_cp(2, 8, 65536, 132));
 }

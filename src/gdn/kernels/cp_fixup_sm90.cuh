@@ -47,13 +47,19 @@ __global__ void __launch_bounds__(Fixup<kRows>::kThreads) fixup_kernel(const CpS
   const std::int64_t bos = seq_offset(p, n), eos = seq_offset(p, n + 1);
 
   if (group == 0 && h == 0 && p.segment_offsets != nullptr) {
+    // Past the plan: the last segment runs to the sequence end (beyond the T_g rows of stage 1).
+    const bool past_plan = eos - bos > static_cast<std::int64_t>(p.chunks_per_seq) * p.chunk_len;
     for (int c = threadIdx.x; c <= p.chunks_per_seq; c += kFixupThreads) {
       if (c == p.chunks_per_seq && n != p.num_seqs - 1) continue;  // the closing offset, written once
       const std::int64_t seg = static_cast<std::int64_t>(n) * p.chunks_per_seq + c;
       const std::int64_t off = c == p.chunks_per_seq ? eos : min(bos + static_cast<std::int64_t>(c) * p.chunk_len, eos);
       if (p.offsets_are_int64) static_cast<std::int64_t*>(p.segment_offsets)[seg] = off;
       else static_cast<std::int32_t*>(p.segment_offsets)[seg] = static_cast<std::int32_t>(off);
-      if (c < p.chunks_per_seq) p.segment_sequence[seg] = n;
+      if (c < p.chunks_per_seq) {
+        const bool tail = p.tail_segment_sequence != nullptr && past_plan && c == p.chunks_per_seq - 1;
+        p.segment_sequence[seg] = tail ? -1 : n;
+        if (p.tail_segment_sequence != nullptr) p.tail_segment_sequence[seg] = tail ? n : -1;
+      }
     }
   }
   if (eos <= bos) return;
