@@ -159,6 +159,7 @@ std::string tactic_label(const gdn::DecodeTactic& t) {
   if (t.small_batch) label += "S";
   if (t.state_major) label += "M";
   if (t.dynamic_items) label += "D";
+  if (t.claimed_tail) label += "T";
   return label;
 }
 
@@ -324,12 +325,13 @@ nlohmann::json run_gdn_decode_scan(const BenchOptions& options) {
 // of the same launch and of the production kernel of the same tactic.
 using ProfileLauncher = void (*)(const gdn::DecodeParams&);
 
-template <class Act, class State, int kLanes, int kRows, int kWarps, int kCtasPerSm, bool kDynamic = false>
+template <class Act, class State, int kLanes, int kRows, int kWarps, int kCtasPerSm, bool kDynamic = false,
+          int kStaticPercent = 0>
 void launch_pipelined_profile(const gdn::DecodeParams& params) {
   using Cfg = gdn::decode_sm90::PipelinedConfig<Act, State, kLanes, kRows, kWarps, kCtasPerSm, kDynamic>;
   constexpr auto kernel =
       gdn::decode_sm90::gdn_decode_pipelined_kernel<Act, State, kLanes, kRows, kWarps, kCtasPerSm, true, kDynamic>;
-  gdn::decode_sm90::launch_resident<Cfg, kernel, kCtasPerSm>(params, nullptr);
+  gdn::decode_sm90::launch_resident<Cfg, kernel, kCtasPerSm>(params, nullptr, kStaticPercent);
 }
 
 template <class Act, class State, int kLanes, int kRows, int kWarps>
@@ -375,6 +377,16 @@ nlohmann::json run_gdn_decode_profile(const BenchOptions& options) {
     cases.push_back({{B, 1, 16, 32, DType::kBFloat16}, dynamic_8x4x8, &launch_pipelined_profile<bf16, bf16, 8, 4, 8, 1, true>});
     cases.push_back({{B, 1, 16, 32, DType::kBFloat16}, pipe_16x4x16, &launch_pipelined_profile<bf16, bf16, 16, 4, 16, 1>});
     cases.push_back({{B, 1, 16, 32, DType::kBFloat16}, dynamic_16x4x16, &launch_pipelined_profile<bf16, bf16, 16, 4, 16, 1, true>});
+  }
+  // Session 8: the claimed-tail tactics (most items static, the rest claimed).
+  gdn::DecodeTactic tail_8x4x8 = dynamic_8x4x8, tail_16x4x16 = dynamic_16x4x16;
+  tail_8x4x8.claimed_tail = tail_16x4x16.claimed_tail = true;
+  constexpr int kTail = gdn::kDecodeClaimedTailStaticPercent;
+  for (int B : {64, 256}) {
+    cases.push_back({{B, 1, 16, 32, DType::kFloat32}, tail_8x4x8, &launch_pipelined_profile<bf16, float, 8, 4, 8, 1, true, kTail>});
+    cases.push_back({{B, 4, 16, 32, DType::kFloat32}, tail_8x4x8, &launch_pipelined_profile<bf16, float, 8, 4, 8, 1, true, kTail>});
+    cases.push_back({{B, 1, 16, 32, DType::kBFloat16}, tail_8x4x8, &launch_pipelined_profile<bf16, bf16, 8, 4, 8, 1, true, kTail>});
+    cases.push_back({{B, 1, 16, 32, DType::kBFloat16}, tail_16x4x16, &launch_pipelined_profile<bf16, bf16, 16, 4, 16, 1, true, kTail>});
   }
   cases.push_back({{512, 1, 16, 32, DType::kFloat32}, reg_8x4x2, &launch_register_profile<bf16, float, 8, 4, 2>});
   cases.push_back({{512, 1, 16, 32, DType::kFloat32}, dynamic_8x4x8, &launch_pipelined_profile<bf16, float, 8, 4, 8, 1, true>});
@@ -485,6 +497,94 @@ nlohmann::json run_gdn_decode_profile(const BenchOptions& options) {
   }
   return {{"rows", rows}};
 }
+
+// Routine "gdn_decode_tail" (session 8): the work orders of the resident kernels side by side on the
+// same inputs, next to gdn::decode's pick (prod). Pipelined kernels: static, dynamic (session 7:
+// claims after the first two items), the claimed-tail tactic as launched, and dynamic with
+// p.static_steps items per CTA in the static order first (dynNN: 50 / 75 / 90 / 100% of the even
+// share). Tensor-core kernel (bf16 T = 4): state-major static, tile-major dynamic, state-major with
+// a claimed tail as launched and with static shares 50 / 90 / 100%. Two rounds, median event ms.
+nlohmann::json run_gdn_decode_tail(const BenchOptions& options) {
+  int device = 0;
+  FASTINFER_CUDA_CHECK(cudaGetDevice(&device));
+  const int sms = device_info(device).sm_count;
+  const gdn::DecodeTactic reg_8x4x2{8, 4, 2, 0}, pipe_8x4x8{8, 4, 8, 1}, pipe_16x4x16{16, 4, 16, 1};
+  gdn::DecodeTactic chunked_major{4, 2, 4, 3, true};
+  chunked_major.state_major = true;
+  struct Case {
+    Shape shape;
+    gdn::DecodeTactic base;
+  };
+  std::vector<Case> cases;
+  for (int B : {32, 64, 256}) {
+    cases.push_back({{B, 1, 16, 32, DType::kFloat32}, pipe_8x4x8});
+    cases.push_back({{B, 4, 16, 32, DType::kFloat32}, pipe_8x4x8});
+    cases.push_back({{B, 1, 16, 32, DType::kBFloat16}, pipe_8x4x8});
+    cases.push_back({{B, 1, 16, 32, DType::kBFloat16}, pipe_16x4x16});
+    cases.push_back({{B, 4, 16, 32, DType::kBFloat16}, chunked_major});
+  }
+  cases.push_back({{512, 4, 16, 32, DType::kBFloat16}, chunked_major});
+  cases.push_back({{512, 1, 16, 32, DType::kBFloat16}, pipe_8x4x8});
+  cases.push_back({{512, 4, 16, 32, DType::kFloat32}, pipe_8x4x8});
+  std::printf("ms per work order (see the routine's comment for the names)\n");
+  nlohmann::json rows = nlohmann::json::array();
+  for (const Case& c : cases) {
+    const Shape& s = c.shape;
+    const std::string label = s.label() + "_" + tactic_label(c.base);
+    if (!options.only_shapes.empty() && label.find(options.only_shapes) == std::string::npos) continue;
+    Problem p(s);
+    std::vector<gdn::DecodeParams> params;
+    for (const auto& x : p.args) params.push_back(gdn::make_decode_params(x));
+    // The tensor-core kernel: its claimed order is tile-major (dyn), its claimed tail state-major.
+    gdn::DecodeTactic dyn = c.base, tail = c.base;
+    dyn.dynamic_items = true;
+    dyn.state_major = false;
+    tail.dynamic_items = tail.claimed_tail = true;
+    const bool chunked = c.base.chunked;
+    const auto static_runner = gdn::decode_runner({DType::kBFloat16, s.state, c.base});
+    const auto dyn_runner = gdn::decode_runner({DType::kBFloat16, s.state, dyn});
+    const auto tail_runner = gdn::decode_runner({DType::kBFloat16, s.state, tail});
+    const auto reg_runner = gdn::decode_runner({DType::kBFloat16, s.state, reg_8x4x2});
+    for (const auto& x : params) static_runner->run(x, nullptr);
+    FASTINFER_CUDA_CHECK(cudaDeviceSynchronize());
+    const long long items = static_cast<long long>(s.batch) * s.heads_v * (D / c.base.rows_per_cta());
+    const long long ctas = std::min<long long>(items, static_cast<long long>(sms) * c.base.ctas_per_sm);
+    const long long tail_steps = chunked ? items / (D / c.base.rows_per_cta()) : items;  // claims of whole states
+    auto share = [&](long long steps, int pct) { return static_cast<int>(std::max(2LL, steps / ctas * pct / 100)); };
+    auto timed = [&](const gdn::DecodeRunner& r, int static_steps) {
+      std::vector<gdn::DecodeParams> q = params;
+      for (auto& x : q) x.static_steps = static_steps;
+      return median_ms([&](int i) { r.run(q[i % p.sets], nullptr); }, 3, 15);
+    };
+    nlohmann::json row = {{"case", label}};
+    for (int round = 0; round < 2; ++round) {
+      std::string line;
+      char item[64];
+      auto add = [&](const std::string& name, double ms) {
+        std::snprintf(item, sizeof item, " %s=%.4f", name.c_str(), ms);
+        line += item;
+        row[name].push_back(ms);
+      };
+      add("prod", median_ms([&](int i) { gdn::decode(p.args[i % p.sets]); }, 3, 15));  // gdn::decode's pick
+      add("static", timed(*static_runner, 0));
+      add("dyn", timed(*dyn_runner, 0));
+      add("tail", timed(*tail_runner, 0));
+      if (chunked) {
+        for (int pct : {50, 90, 100}) add("tail" + std::to_string(pct), timed(*tail_runner, share(tail_steps, pct)));
+      } else {
+        for (int pct : {50, 75, 90, 100}) add("dyn" + std::to_string(pct), timed(*dyn_runner, share(items, pct)));
+        if (s.state == DType::kFloat32 && s.tokens == 1 && c.base == pipe_8x4x8) add("reg8x4x2", timed(*reg_runner, 0));
+      }
+      std::printf("%-28s%s\n", label.c_str(), line.c_str());
+      std::fflush(stdout);
+    }
+    rows.push_back(row);
+  }
+  return {{"rows", rows}};
+}
+
+const RoutineRegistration tail_registration{
+    {"gdn_decode_tail", "GDN decode pipelined work orders: static, dynamic, claimed tail shares", run_gdn_decode_tail}};
 
 const RoutineRegistration profile_registration{
     {"gdn_decode_profile", "GDN decode: in-kernel timestamps of a call (fixed cost breakdown)", run_gdn_decode_profile}};

@@ -14,8 +14,10 @@ namespace fastinfer::gdn {
 // How a CTA orders its work items and who prepares the tokens (decode_chunked_sm90.cuh):
 // kTileMajor: tile blockIdx.x + i gridDim.x, the consumers prepare them per item; kStateMajor: both
 // half-state tiles of a state back to back, prepared once per state; kTileMajorDynamic: tile-major
-// with the tiles after each CTA's first claimed from a per-stream counter (decode_work_counter).
-enum class ChunkedVariant : int { kTileMajor, kStateMajor, kTileMajorDynamic };
+// with the tiles after each CTA's first claimed from a per-stream counter (decode_work_counter);
+// kStateMajorTail (session 8): state-major with a claimed tail (kDecodeChunkedTailStaticPercent of
+// a CTA's share of states in the static order, the rest claimed a state at a time).
+enum class ChunkedVariant : int { kTileMajor, kStateMajor, kTileMajorDynamic, kStateMajorTail };
 template <DType kAct, int kWarps, int kCtasPerSm, ChunkedVariant kVariant = ChunkedVariant::kTileMajor>
 void launch_decode_chunked_sm90(const DecodeParams& params, Stream stream);
 
@@ -29,5 +31,7 @@ extern template void launch_decode_chunked_sm90<DType::kBFloat16, 4, 3, ChunkedV
 extern template void launch_decode_chunked_sm90<DType::kFloat16, 4, 3, ChunkedVariant::kStateMajor>(const DecodeParams&, Stream);
 extern template void launch_decode_chunked_sm90<DType::kBFloat16, 4, 3, ChunkedVariant::kTileMajorDynamic>(const DecodeParams&, Stream);
 extern template void launch_decode_chunked_sm90<DType::kFloat16, 4, 3, ChunkedVariant::kTileMajorDynamic>(const DecodeParams&, Stream);
+extern template void launch_decode_chunked_sm90<DType::kBFloat16, 4, 3, ChunkedVariant::kStateMajorTail>(const DecodeParams&, Stream);
+extern template void launch_decode_chunked_sm90<DType::kFloat16, 4, 3, ChunkedVariant::kStateMajorTail>(const DecodeParams&, Stream);
 
 }  // namespace fastinfer::gdn

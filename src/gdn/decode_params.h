@@ -58,6 +58,11 @@ struct DecodeParams {
   // The dynamic pipelined kernels' item counters ({next claim, finished CTAs}, zero between
   // launches); set by their launcher from the stream's workspace, null otherwise.
   int* work_counter;
+  // The dynamic resident kernels' steps (items, or both tiles of a state in the tensor-core kernel's
+  // state-major order) per CTA in the static order before the first claim (at least the producer's
+  // prefetch depth); set by their launcher unless positive here (benchmark sweeps and tests); 0
+  // from make_decode_params.
+  int static_steps;
 };
 
 // The kernel view of validated arguments (scale resolved, output indices defaulted). Defined in

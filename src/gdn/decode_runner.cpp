@@ -81,12 +81,41 @@ constexpr std::array<PipelinedEntry, 2> dynamic_for() {
       {kAct, kState, dynamic_items({16, 4, 16, 1}), &launch_decode_pipelined_sm90<kAct, kState, 16, 4, 16, 1, true>},
   }};
 }
+// Session 8: a claimed tail (most tiles in the static order first, the rest claimed; the same kernels).
+constexpr DecodeTactic claimed_tail(DecodeTactic t) {
+  t.dynamic_items = true;
+  t.claimed_tail = true;
+  return t;
+}
+template <DType kAct, DType kState>
+constexpr std::array<PipelinedEntry, 2> claimed_tail_for() {
+  constexpr int kShare = kDecodeClaimedTailStaticPercent;
+  return {{
+      {kAct, kState, claimed_tail({8, 4, 8, 1}), &launch_decode_pipelined_sm90<kAct, kState, 8, 4, 8, 1, true, kShare>},
+      {kAct, kState, claimed_tail({16, 4, 16, 1}), &launch_decode_pipelined_sm90<kAct, kState, 16, 4, 16, 1, true, kShare>},
+  }};
+}
+const std::array<std::array<PipelinedEntry, 2>, 4> kClaimedTail = {
+    claimed_tail_for<DType::kBFloat16, DType::kFloat32>(), claimed_tail_for<DType::kBFloat16, DType::kBFloat16>(),
+    claimed_tail_for<DType::kFloat16, DType::kFloat32>(), claimed_tail_for<DType::kFloat16, DType::kBFloat16>()};
 // And the tensor-core kernel's tile-major order with claimed tiles (three CTAs per SM).
 const std::array<PipelinedEntry, 2> kChunkedDynamic = {{
     {DType::kBFloat16, DType::kBFloat16, dynamic_items({4, 2, 4, 3, true}),
      &launch_decode_chunked_sm90<DType::kBFloat16, 4, 3, ChunkedVariant::kTileMajorDynamic>},
     {DType::kFloat16, DType::kBFloat16, dynamic_items({4, 2, 4, 3, true}),
      &launch_decode_chunked_sm90<DType::kFloat16, 4, 3, ChunkedVariant::kTileMajorDynamic>},
+}};
+// And the tensor-core kernel's state-major order with a claimed tail (session 8).
+constexpr DecodeTactic state_major_claimed_tail() {
+  DecodeTactic t = claimed_tail({4, 2, 4, 3, true});
+  t.state_major = true;
+  return t;
+}
+const std::array<PipelinedEntry, 2> kChunkedTail = {{
+    {DType::kBFloat16, DType::kBFloat16, state_major_claimed_tail(),
+     &launch_decode_chunked_sm90<DType::kBFloat16, 4, 3, ChunkedVariant::kStateMajorTail>},
+    {DType::kFloat16, DType::kBFloat16, state_major_claimed_tail(),
+     &launch_decode_chunked_sm90<DType::kFloat16, 4, 3, ChunkedVariant::kStateMajorTail>},
 }};
 const std::array<std::array<PipelinedEntry, 2>, 4> kDynamic = {
     dynamic_for<DType::kBFloat16, DType::kFloat32>(), dynamic_for<DType::kBFloat16, DType::kBFloat16>(),
@@ -149,6 +178,11 @@ PipelinedDecodeLauncher find_pipelined_launcher(const DecodeConfig& c) {
       if (e.act == c.act && e.state == c.state && e.tactic == c.tactic) return e.launch;
   for (const PipelinedEntry& e : kChunkedDynamic)
     if (e.act == c.act && e.state == c.state && e.tactic == c.tactic) return e.launch;
+  for (const auto& family : kClaimedTail)
+    for (const PipelinedEntry& e : family)
+      if (e.act == c.act && e.state == c.state && e.tactic == c.tactic) return e.launch;
+  for (const PipelinedEntry& e : kChunkedTail)
+    if (e.act == c.act && e.state == c.state && e.tactic == c.tactic) return e.launch;
   return nullptr;
 }
 
@@ -168,7 +202,8 @@ DecodeRunner::DecodeRunner(const DecodeConfig& config)
                     std::to_string(t.lanes_per_row) + " rows_per_thread=" + std::to_string(t.rows_per_thread) +
                     " warps=" + std::to_string(t.warps) + " ctas_per_sm=" + std::to_string(t.ctas_per_sm) +
                     (t.chunked ? " chunked" : "") + (t.small_batch ? " small_batch" : "") +
-                    (t.state_major ? " state_major" : "") + (t.dynamic_items ? " dynamic_items" : ""));
+                    (t.state_major ? " state_major" : "") + (t.dynamic_items ? " dynamic_items" : "") +
+                    (t.claimed_tail ? " claimed_tail" : ""));
   }
 }
 
@@ -217,6 +252,12 @@ std::vector<DecodeTactic> decode_tactics(DType act, DType state) {
       if (e.act == act && e.state == state) out.push_back(e.tactic);
   for (const PipelinedEntry& e : kChunkedDynamic)
     if (e.act == act && e.state == state) out.push_back(e.tactic);
+  // Appended in session 8 (gdn_decode/v6): the pipelined kernels with a claimed tail.
+  for (const auto& family : kClaimedTail)
+    for (const PipelinedEntry& e : family)
+      if (e.act == act && e.state == state) out.push_back(e.tactic);
+  for (const PipelinedEntry& e : kChunkedTail)
+    if (e.act == act && e.state == state) out.push_back(e.tactic);
   return out;
 }
 
@@ -258,6 +299,11 @@ DecodeTactic choose_decode_tactic(DType state, long long batch, int heads_v, int
   // 16 x 4 x 4; above half a state per SM state-major L4R2W4P3CM: B = 4/8/256/512 11.2/13.6/
   // 164/319 us against 11.7/15.1/167/324 tile-major, B = 32/64 within 1%: 30.1/49.6 against
   // 29.8/49.3). B = 1 stays on the register kernel (9.0 us; tensor-core 9.1).
+  // Session 8: from 12 states per SM the state-major order with a claimed tail (75% of each CTA's
+  // share of states static, then whole states claimed; H200 batch 2, same job: B = 256
+  // 0.1582-0.1583 ms against 0.1649-0.1651 static, B = 512 0.3065-0.3066 against 0.3217-0.3225,
+  // B = 64 0.0473/0.0481 against 0.0487/0.0481; B = 32 static stays, 0.0287-0.0289 against 0.0300).
+  if (state == DType::kBFloat16 && tokens >= 2 && tokens <= 4 && states >= 12 * sms) return state_major_claimed_tail();
   if (state == DType::kBFloat16 && tokens >= 2 && tokens <= 4 && 4 * states > sms) {
     // (Session 7: tile-major with claimed tiles, L4R2W4P3CD, was 3-8% slower than state-major at
     // B = 32-512: B = 256 0.1724-0.1734 ms against 0.1645-0.1655.)
@@ -275,6 +321,13 @@ DecodeTactic choose_decode_tactic(DType state, long long batch, int heads_v, int
   // sweeps: B = 256 0.1492-0.1515 ms against 0.1524-0.1560 for L8R4W8P1, B = 512 0.2908-0.2941
   // against 0.2957-0.2986; before that change 1.7-1.9% slower than it). Below, L8R4W8P1 (B = 32:
   // 0.0267 against 0.0272; B = 64 within 1% either way).
+  // Session 8: from 12 states per SM, L8R4W8P1 with a claimed tail (90% of each CTA's share in the
+  // static order, then tiles claimed; H200 batch 1, same job, 75% / 90%: B = 64 0.0435-0.0436 /
+  // 0.0434-0.0436 ms against 0.0440-0.0444 static and 0.0439-0.0442 for L16R4W16P1, B = 256
+  // 0.1462-0.1468 / 0.1462-0.1466 against 0.1483-0.1498 for L16R4W16P1; batch 2 production path
+  // (75%): B = 64/256/512 0.0443-0.0444 / 0.1483-0.1498 / 0.2886-0.2890 against HEAD's
+  // 0.0451-0.0452 / 0.1492-0.1510 / 0.2940-0.2947; B = 32 static stays ahead, 0.0255 against 0.0263).
+  if (state == DType::kBFloat16 && tokens == 1 && states >= 12 * sms) return claimed_tail({8, 4, 8, 1});
   if (state == DType::kBFloat16 && tokens == 1 && states >= 32 * sms) return {16, 4, 16, 1};
   // Otherwise bf16 pools (one token) and fp32 MTP windows: the pipelined kernel (whole-state tiles,
   // 8 consumer warps, one CTA per SM) was the fastest from B = 32 (1024 states, ~8 per SM) up:

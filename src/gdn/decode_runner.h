@@ -31,6 +31,9 @@ namespace fastinfer::gdn {
 // and prepares the tokens once per state.
 // dynamic_items (pipelined kernel): after each CTA's first two tiles, tiles are claimed from a
 // per-stream counter, so that SMs that stream faster take more of them.
+// claimed_tail (with dynamic_items, session 8): most of a CTA's tiles in the static order first
+// (kDecodeClaimedTailStaticPercent of its even share), only the rest claimed; the tensor-core
+// kernel's (state-major, kDecodeChunkedTailStaticPercent) claims whole states.
 struct DecodeTactic {
   int lanes_per_row = 8;
   int rows_per_thread = 2;
@@ -40,6 +43,7 @@ struct DecodeTactic {
   bool small_batch = false;
   bool state_major = false;
   bool dynamic_items = false;
+  bool claimed_tail = false;
   friend bool operator==(const DecodeTactic&, const DecodeTactic&) = default;
 
   int rows_per_cta() const { return warps * (32 / lanes_per_row) * rows_per_thread; }
@@ -63,7 +67,8 @@ struct DecodeConfigHash {
     h = h * 2 + static_cast<std::size_t>(c.tactic.chunked);
     h = h * 2 + static_cast<std::size_t>(c.tactic.small_batch);
     h = h * 2 + static_cast<std::size_t>(c.tactic.state_major);
-    return h * 2 + static_cast<std::size_t>(c.tactic.dynamic_items);
+    h = h * 2 + static_cast<std::size_t>(c.tactic.dynamic_items);
+    return h * 2 + static_cast<std::size_t>(c.tactic.claimed_tail);
   }
 };
 

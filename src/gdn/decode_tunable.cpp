@@ -51,7 +51,7 @@ DecodeOpRunner::DecodeOpRunner(DType act, DType state, int tokens, int heads_qk,
       heads_v_(heads_v),
       sm_count_(sm_count),
       tactics_(decode_tactics(act, state)),
-      key_(kDecodeTuneOp, "gdn_decode/v5/act=" + dtype_text(act) + "/state=" + dtype_text(state),
+      key_(kDecodeTuneOp, "gdn_decode/v6/act=" + dtype_text(act) + "/state=" + dtype_text(state),
            {static_cast<std::int64_t>(act), static_cast<std::int64_t>(state), tokens, heads_qk, heads_v}, mapper) {
   runners_.reserve(tactics_.size());
   for (const DecodeTactic& t : tactics_) runners_.push_back(decode_runner({act, state, t}));
@@ -67,6 +67,7 @@ std::string DecodeOpRunner::tactic_name(int id) const {
   if (t.small_batch) name += "S";
   if (t.state_major) name += "M";
   if (t.dynamic_items) name += "D";
+  if (t.claimed_tail) name += "T";
   return name;
 }
 

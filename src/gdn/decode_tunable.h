@@ -2,7 +2,7 @@
 // gdn::decode and the autotuner (docs/TUNING.md): the op runner of one decode configuration, its
 // tactics as tuner ids, and the runner bound to a call's live inputs for tune mode.
 //
-// Tuner key: op "gdn_decode", identity "gdn_decode/v5/act=<dtype>/state=<dtype>", extras
+// Tuner key: op "gdn_decode", identity "gdn_decode/v6/act=<dtype>/state=<dtype>", extras
 // {act dtype, state dtype, tokens, heads_qk, heads_v}, the calling thread's mapper; the bucketed
 // dimension is the batch B. Tactic id i is decode_tactics(act, state)[i]; -1 is the heuristic
 // choose_decode_tactic (the untuned default).

@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -129,13 +130,16 @@ void poison_spare_slots(DecodeProblem& p) {
 // Runs `p` on the GPU (through gdn::decode, or through `runner` when given) and on the CPU
 // reference and compares outputs, pool slots and intermediate states.
 // `lazy_decay` false (runner only) checks the eager decay path of token_step.
-void check_against_reference(DecodeProblem p, const gdn::DecodeRunner* runner = nullptr, bool lazy_decay = true) {
+// `adjust` changes the runner's parameters before the launch (fields the benchmark sweeps).
+void check_against_reference(DecodeProblem p, const gdn::DecodeRunner* runner = nullptr, bool lazy_decay = true,
+                             const std::function<void(gdn::DecodeParams&)>& adjust = {}) {
   poison_spare_slots(p);
   const DecodeProblem original = p;
   DeviceProblem dev(p);
   if (runner) {
     gdn::DecodeParams params = gdn::make_decode_params(dev.args);
     params.lazy_decay = lazy_decay;
+    if (adjust) adjust(params);
     runner->run(params, nullptr);
   } else {
     gdn::decode(dev.args);
@@ -292,7 +296,7 @@ std::string tactic_name(DType state, const gdn::DecodeTactic& t) {
   return "state " + std::string(dtype_name(state)) + " lanes " + std::to_string(t.lanes_per_row) + " rows " +
          std::to_string(t.rows_per_thread) + " warps " + std::to_string(t.warps) + " ctas/SM " + std::to_string(t.ctas_per_sm) +
          (t.chunked ? " chunked" : "") + (t.small_batch ? " small_batch" : "") + (t.state_major ? " state_major" : "") +
-         (t.dynamic_items ? " dynamic_items" : "");
+         (t.dynamic_items ? " dynamic_items" : "") + (t.claimed_tail ? " claimed_tail" : "");
 }
 
 TEST_F(GdnDecodeGpuExtra, EveryTacticMatchesReference) {
@@ -383,12 +387,13 @@ TEST_F(GdnDecodeGpuExtra, SmallBatchTacticsOnEveryWindow) {
 // reused many times, both barrier phases), padded sequences at random positions (negative
 // indices), in-place and out-of-place pools, verification only, fp16 activations, and the longest
 // staged MTP window (8 tokens) next to one that falls back to the register kernel (9).
-// One test per pool dtype (the slowest of the suite: two processes can run them side by side).
-void pipelined_tactics_on_large_batches(DType state) {
-  int tested = 0;
+// One test per pool dtype and half of its pipelined tactics (`half`: every other one; the slowest
+// tests of the suite: four processes can run them side by side).
+void pipelined_tactics_on_large_batches(DType state, int half) {
+  int tested = 0, pipelined = 0;
   for (const gdn::DecodeTactic& t : gdn::decode_tactics(DType::kBFloat16, state)) {
     {
-      if (!t.pipelined()) continue;
+      if (!t.pipelined() || pipelined++ % 2 != half) continue;
       SCOPED_TRACE(tactic_name(state, t));
       const std::uint64_t seed = 2000 + t.rows_per_thread * 10 + t.warps + t.ctas_per_sm * 7 + (state == DType::kFloat32);
       {  // in place, padding, T = 2: 48 x 32 states, >= 11 tiles per resident CTA
@@ -425,8 +430,10 @@ void pipelined_tactics_on_large_batches(DType state) {
   EXPECT_GT(tested, 0) << "no pipelined tactic instantiated";
 }
 
-TEST_F(GdnDecodeGpuExtra, PipelinedTacticsOnLargeBatchesF32) { pipelined_tactics_on_large_batches(DType::kFloat32); }
-TEST_F(GdnDecodeGpuExtra, PipelinedTacticsOnLargeBatchesBf16) { pipelined_tactics_on_large_batches(DType::kBFloat16); }
+TEST_F(GdnDecodeGpuExtra, PipelinedTacticsOnLargeBatchesF32Half0) { pipelined_tactics_on_large_batches(DType::kFloat32, 0); }
+TEST_F(GdnDecodeGpuExtra, PipelinedTacticsOnLargeBatchesF32Half1) { pipelined_tactics_on_large_batches(DType::kFloat32, 1); }
+TEST_F(GdnDecodeGpuExtra, PipelinedTacticsOnLargeBatchesBf16Half0) { pipelined_tactics_on_large_batches(DType::kBFloat16, 0); }
+TEST_F(GdnDecodeGpuExtra, PipelinedTacticsOnLargeBatchesBf16Half1) { pipelined_tactics_on_large_batches(DType::kBFloat16, 1); }
 
 // The tensor-core kernel (bf16 pools): gates that underflow the decay products and saturate beta,
 // every window length it stages (1..8, fp32 intermediate states), and bit-identical repeats.
@@ -543,6 +550,32 @@ TEST_F(GdnDecodeGpuExtra, GraphCaptureOnAStream) {
   cudaGraphDestroy(graph);
   cudaStreamDestroy(stream);
 }
+
+// The dynamic resident kernels with the static shares the gdn_decode_tail benchmark sweeps (session
+// 8: DecodeParams::static_steps, the claimed-tail tactics' launch field): none but the prefetched
+// items, most of the even share, more than it (every item static), with padding and out of place;
+// the tensor-core kernel's state-major order claims whole states (both tiles back to back). One
+// test per pool dtype.
+void static_shares_match_reference(DType state) {
+  int tested = 0;
+  for (const gdn::DecodeTactic& t : gdn::decode_tactics(DType::kBFloat16, state)) {
+    if (!t.dynamic_items) continue;
+    const auto runner = gdn::decode_runner({DType::kBFloat16, state, t});
+    for (int steps : {1, 4, 40}) {
+      SCOPED_TRACE(tactic_name(state, t) + " static steps " + std::to_string(steps));
+      DecodeShape s = shape(24, 2, 16, 32, state);  // 768 tiles: ~6 per resident CTA (~2 with 3 CTAs per SM)
+      s.out_of_place = true; s.padded = 3;
+      check_against_reference(make_decode_problem(s, 6300 + steps + t.warps + 17 * t.chunked), runner.get(), true,
+                              [&](gdn::DecodeParams& x) { x.static_steps = steps; });
+      if (::testing::Test::HasFatalFailure() || ::testing::Test::HasFailure()) return;
+    }
+    ++tested;
+  }
+  EXPECT_GT(tested, 0) << "no dynamic work-order tactic instantiated";
+}
+
+TEST_F(GdnDecodeGpuExtra, StaticSharesMatchReferenceF32) { static_shares_match_reference(DType::kFloat32); }
+TEST_F(GdnDecodeGpuExtra, StaticSharesMatchReferenceBf16) { static_shares_match_reference(DType::kBFloat16); }
 
 // The dynamic work order (tiles claimed from a per-stream counter that every launch leaves zero):
 // on a non-blocking stream, the first call (counter created) against the reference, then a CUDA

@@ -61,7 +61,7 @@ TEST(GdnDecodeTune, TacticIdsAreTheListedTacticsAndTheDefaultIsTheHeuristic) {
     const auto t = gdn::decode_tactics(DType::kBFloat16, state);
     return std::count_if(t.begin(), t.end(), [](const gdn::DecodeTactic& x) { return x.chunked; });
   };
-  EXPECT_EQ(chunked(DType::kBFloat16), 5);  // L4R2W8P1C, L4R2W4P2C, L4R2W4P3C, L4R2W4P3CM, L4R2W4P3CD
+  EXPECT_EQ(chunked(DType::kBFloat16), 6);  // L4R2W8P1C, L4R2W4P2C, L4R2W4P3C, L4R2W4P3CM, L4R2W4P3CD, L4R2W4P3CMDT
   EXPECT_EQ(chunked(DType::kFloat32), 0);
 }
 

@@ -9,5 +9,6 @@ template void launch_decode_chunked_sm90<DType::kBFloat16, 4, 2>(const DecodePar
 template void launch_decode_chunked_sm90<DType::kBFloat16, 4, 3>(const DecodeParams&, Stream);
 template void launch_decode_chunked_sm90<DType::kBFloat16, 4, 3, ChunkedVariant::kStateMajor>(const DecodeParams&, Stream);
 template void launch_decode_chunked_sm90<DType::kBFloat16, 4, 3, ChunkedVariant::kTileMajorDynamic>(const DecodeParams&, Stream);
+template void launch_decode_chunked_sm90<DType::kBFloat16, 4, 3, ChunkedVariant::kStateMajorTail>(const DecodeParams&, Stream);
 
 }  // namespace fastinfer::gdn

@@ -11,5 +11,8 @@ template void launch_decode_pipelined_sm90<DType::kBFloat16, DType::kFloat32, 8,
 // Dynamic work order (session 7).
 template void launch_decode_pipelined_sm90<DType::kBFloat16, DType::kFloat32, 8, 4, 8, 1, true>(const DecodeParams&, Stream);
 template void launch_decode_pipelined_sm90<DType::kBFloat16, DType::kFloat32, 16, 4, 16, 1, true>(const DecodeParams&, Stream);
+// Claimed tail (session 8): the dynamic kernels with most items in the static order first.
+template void launch_decode_pipelined_sm90<DType::kBFloat16, DType::kFloat32, 8, 4, 8, 1, true, kDecodeClaimedTailStaticPercent>(const DecodeParams&, Stream);
+template void launch_decode_pipelined_sm90<DType::kBFloat16, DType::kFloat32, 16, 4, 16, 1, true, kDecodeClaimedTailStaticPercent>(const DecodeParams&, Stream);
 
 }  // namespace fastinfer::gdn

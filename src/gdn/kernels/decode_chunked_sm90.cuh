@@ -16,7 +16,9 @@
 // token) and stored from registers.
 // ChunkedVariant::kStateMajor (half-state tiles): a CTA takes both tiles of a state back to back
 // (nth_item), and the second reuses the first's prepared tokens (step 1 and its barrier once per
-// state, not per tile; the producer copies no q and k for it). (Session 5 also measured the
+// state, not per tile; the producer copies no q and k for it); kStateMajorTail (session 8): the
+// same with the states after most of a CTA's share claimed (produce_dynamic, whole states per
+// claim). (Session 5 also measured the
 // producer warp running step 1 for the next state into a second Tokens buffer: 25% slower at
 // B = 256, T = 4, since the one producer warp then stalls its loads; commit 0324440.)
 #include <cuda_bf16.h>
@@ -89,11 +91,13 @@ struct ChunkedConfig {
   static constexpr int kStageTokens = kCtas * kWarps > 8 ? kTokens : kPipelinedMaxTokens;
   static constexpr int kTileRows = 16 * kWarps;
   static constexpr int kTilesPerState = kDecodeHeadDim / kTileRows;
-  static constexpr int kItemsPerStep = kVariant == ChunkedVariant::kStateMajor ? kTilesPerState : 1;  // nth_item
+  static constexpr bool kStateMajorOrder = kVariant == ChunkedVariant::kStateMajor || kVariant == ChunkedVariant::kStateMajorTail;
+  static constexpr int kItemsPerStep = kStateMajorOrder ? kTilesPerState : 1;  // nth_item
   // The producer loads an item's slots and gates one item ahead (session 5's order): two ahead
   // measured 0.5-1% slower here (H200 session 6, T = 4, B = 256/512; the consumers bound this kernel).
   static constexpr int kProducerPrefetch = 1;
-  static constexpr bool kDynamicItems = kVariant == ChunkedVariant::kTileMajorDynamic;  // produce_dynamic
+  static constexpr bool kDynamicItems =
+      kVariant == ChunkedVariant::kTileMajorDynamic || kVariant == ChunkedVariant::kStateMajorTail;  // produce_dynamic
   static constexpr int kRowBytes = kDecodeHeadDim * int(sizeof(State));
   static constexpr int kTileBytes = kTileRows * kRowBytes;
   static constexpr int kChunkRows = 8, kChunks = kTileRows / kChunkRows;
@@ -476,7 +480,8 @@ template <class Act, int kTokens, int kWarps, int kCtas, ChunkedVariant kVariant
 void launch_chunked(const DecodeParams& params, Stream stream) {
   using Cfg = ChunkedConfig<Act, kTokens, kWarps, kCtas, kVariant>;
   constexpr auto kernel = gdn_decode_chunked_kernel<Act, kTokens, kWarps, kCtas, kVariant>;
-  launch_resident<Cfg, kernel, Cfg::kCtasPerSm>(params, stream);
+  constexpr int kStaticPercent = kVariant == ChunkedVariant::kStateMajorTail ? kDecodeChunkedTailStaticPercent : 0;
+  launch_resident<Cfg, kernel, Cfg::kCtasPerSm>(params, stream, kStaticPercent);
 }
 
 }  // namespace fastinfer::gdn::decode_sm90

@@ -18,7 +18,8 @@
 //    state back into the stage and let one thread bulk-store it. That thread frees a stage
 //    (`empty`) once its bulk store has read it, one item later, so it never waits for a store.
 // Work order: item i of a CTA is tile blockIdx.x + i * gridDim.x (nth_item), or with kDynamic
-// (session 7) that for the first Cfg::kProducerPrefetch items and every later one claimed from a
+// (session 7) that for the first Cfg::kProducerPrefetch items (session 8: p.static_steps, the
+// claimed-tail tactics) and every later one claimed from a
 // per-stream counter (decode_work_counter), so that SMs which stream faster take more items: with
 // static items the SMs' finishing times spread over 4-17 us at B = 32-64 and 50 us at B = 256
 // (fp32 pool, T = 4; H200 profile, docs/GDN_DECODE.md) while the call waits for the last one.
@@ -256,20 +257,31 @@ __device__ void produce(const DecodeParams& p, typename Cfg::Smem& smem, int ite
   }
 }
 
-// Dynamic work order (Cfg::kDynamicItems): the CTA's first kProducerPrefetch items are its static
-// ones (nth_item: the same start as the static order), every later one is claimed from
-// p.work_counter when the item kProducerPrefetch steps earlier is produced; claims are increasing,
-// so the first one past the end ends the CTA: the producer marks its stage `item = -1`. (Claiming
-// one step earlier, so that the atomic's round trip leaves the producer's path, measured 0.3-1%
-// slower for fp32 pools and 4-12% slower for bf16 T = 1: H200, session 7 batch 3.)
+// Dynamic work order (Cfg::kDynamicItems): the CTA's first p.static_steps steps (at least its
+// first kProducerPrefetch items) are its static ones (nth_item: the same start as the static
+// order), every later step is claimed from p.work_counter when the item kProducerPrefetch items
+// earlier is produced; claims are increasing (all past the static items), so the first one past
+// the end ends the CTA: the producer marks its stage `item = -1`. A claim is one step of
+// Cfg::kItemsPerStep items (both tiles of a state in the tensor-core kernel's state-major order:
+// the CTA runs them back to back). Session 7 claimed every step after the prefetched items;
+// session 8's claimed-tail tactics take most of a CTA's share in the static order and claim only
+// the tail, where the SMs' different rates would leave some idle: a claim is an atomic round trip
+// in the producer's chain, which costs more than it saves for short items (bf16 pools, T = 1).
+// (Claiming one step earlier, so that the atomic's round trip leaves the producer's path, measured
+// 0.3-1% slower for fp32 pools and 4-12% slower for bf16 T = 1: H200, session 7 batch 3. Claims of
+// quarter tiles, session 8: 1.1-2x slower, each still costing about an item's time.)
 template <class Cfg, class Act, class State, bool kProfile = false>
 __device__ void produce_dynamic(const DecodeParams& p, typename Cfg::Smem& smem, int items) {
   constexpr int kPrefetch = Cfg::kProducerPrefetch;
+  constexpr int kStep = Cfg::kItemsPerStep;
   const int lane = threadIdx.x % 32;
+  const int static_steps = max((kPrefetch + kStep - 1) / kStep, p.static_steps);
+  const int static_items = static_steps * kStep;
+  int step_first = 0;  // kStep > 1: the first item of the step claimed last
   auto claim = [&] {
     int claimed = 0;
     if (lane == 0) claimed = atomicAdd(p.work_counter, 1);
-    return kPrefetch * static_cast<int>(gridDim.x) + __shfl_sync(0xffffffffu, claimed, 0);
+    return kStep * (static_steps * static_cast<int>(gridDim.x) + __shfl_sync(0xffffffffu, claimed, 0));
   };
   int next[kPrefetch];
   ProducerMeta meta[kPrefetch];
@@ -292,7 +304,10 @@ __device__ void produce_dynamic(const DecodeParams& p, typename Cfg::Smem& smem,
         return;
       }
       produce_item<Cfg, Act, State, kProfile>(p, smem, i + j, item, meta[j], lane);
-      next[j] = claim();
+      const int n = i + j + kPrefetch;  // the CTA's item number
+      if (n < static_items) next[j] = nth_item<Cfg>(n);
+      else if (kStep > 1 && n % kStep != 0) next[j] = step_first + n % kStep;
+      else next[j] = step_first = claim();
       meta[j] = load_producer_meta<Cfg>(p, next[j], items, lane);
     }
   }
@@ -429,12 +444,21 @@ __global__ void __launch_bounds__(PipelinedConfig<Act, State, kLanesPerRow, kRow
   }
 }
 
+// The steps (Cfg::kItemsPerStep items) per CTA a dynamic-order launch takes in the static order
+// before it claims (DecodeParams::static_steps): params.static_steps when set (benchmark sweeps),
+// else `static_percent` % of the CTAs' even share (0: only the prefetched first items, session 7's order).
+inline int dynamic_static_steps(const DecodeParams& params, long long steps, long long ctas, int static_percent) {
+  if (params.static_steps > 0) return params.static_steps;
+  return static_cast<int>(steps / std::max(1LL, ctas) * static_percent / 100);
+}
+
 // Launches a resident-CTA decode kernel (pipelined or tensor-core): one CTA per resident slot,
 // at most one per step (Cfg::kItemsPerStep items). Opting in to > 48 KB of shared memory is per device: done on
 // each device's first launch (OncePerDevice), with the resident CTAs per SM it gives (the same on
-// every Hopper part), capped at the kCtasPerSm the configuration was sized for.
+// every Hopper part), capped at the kCtasPerSm the configuration was sized for. Dynamic-order
+// kernels: `static_percent` as in dynamic_static_steps.
 template <class Cfg, auto kKernel, int kCtasPerSm>
-void launch_resident(const DecodeParams& params, Stream stream) {
+void launch_resident(const DecodeParams& params, Stream stream, int static_percent = 0) {
   static OncePerDevice once;
   static std::atomic<int> resident_per_sm{1};  // written once per device, the same value on each
   int device = 0;
@@ -452,6 +476,7 @@ void launch_resident(const DecodeParams& params, Stream stream) {
   if constexpr (Cfg::kDynamicItems) {
     DecodeParams dynamic = params;
     dynamic.work_counter = decode_work_counter(device, stream);
+    dynamic.static_steps = dynamic_static_steps(params, steps, ctas, static_percent);
     kKernel<<<static_cast<unsigned>(ctas), Cfg::kThreads, Cfg::kSmemBytes, stream>>>(dynamic);
   } else {
     kKernel<<<static_cast<unsigned>(ctas), Cfg::kThreads, Cfg::kSmemBytes, stream>>>(params);
@@ -463,7 +488,8 @@ void launch_resident(const DecodeParams& params, Stream stream) {
 
 namespace fastinfer::gdn {
 
-template <DType kAct, DType kState, int kLanesPerRow, int kRowsPerThread, int kConsumerWarps, int kCtasPerSm, bool kDynamic>
+template <DType kAct, DType kState, int kLanesPerRow, int kRowsPerThread, int kConsumerWarps, int kCtasPerSm, bool kDynamic,
+          int kStaticPercent>
 void launch_decode_pipelined_sm90(const DecodeParams& params, Stream stream) {
   if (params.tokens > decode_sm90::kPipelinedMaxTokens) {  // the stage holds at most 8 tokens
     launch_decode_sm90<kAct, kState, 8, 4>(params, 4, stream);
@@ -474,7 +500,7 @@ void launch_decode_pipelined_sm90(const DecodeParams& params, Stream stream) {
   using Cfg = decode_sm90::PipelinedConfig<Act, State, kLanesPerRow, kRowsPerThread, kConsumerWarps, kCtasPerSm, kDynamic>;
   constexpr auto kernel = decode_sm90::gdn_decode_pipelined_kernel<Act, State, kLanesPerRow, kRowsPerThread, kConsumerWarps,
                                                                    kCtasPerSm, false, kDynamic>;
-  decode_sm90::launch_resident<Cfg, kernel, kCtasPerSm>(params, stream);
+  decode_sm90::launch_resident<Cfg, kernel, kCtasPerSm>(params, stream, kStaticPercent);
 }
 
 }  // namespace fastinfer::gdn
