@@ -47,8 +47,13 @@ nlohmann::json phase_profile(const gdn::PrefillArgs& args, gdn::PrefillRunOption
   gdn::prefill_with_options(args, nullptr, options);
   gdn::FastProfile prof{};
   FASTINFER_CUDA_CHECK(cudaMemcpy(&prof, buffer.get(), sizeof prof, cudaMemcpyDeviceToHost));
+  prof.prepare_gates_norm += prof.prepare_gates;  // the kernel splits warp 0's gates off the norm
   prof.producer_prepare = prof.prepare_load_wait + prof.prepare_gates_norm + prof.prepare_products;
   prof.producer_finish = prof.finish_inverse + prof.finish_t_gated;
+  // The wgmma consumers' parts (a build with FASTINFER_PREFILL_PART_PROFILE; zero otherwise).
+  const unsigned long long parts[6] = {prof.consumer_prep, prof.consumer_x, prof.consumer_u,
+                                       prof.consumer_o, prof.consumer_store, prof.consumer_state};
+  for (const unsigned long long part : parts) prof.consumer_compute += part;
   const double pc = prof.producer_chunks ? static_cast<double>(prof.producer_chunks) : 1.0;
   const double cc = prof.consumer_chunks ? static_cast<double>(prof.consumer_chunks) : 1.0;
   std::printf("  %-5s cycles/chunk (CTA 0, %llu chunks): producer prepare %.0f (load wait %.0f gates/norm %.0f A0/P %.0f) "
@@ -57,12 +62,20 @@ nlohmann::json phase_profile(const gdn::PrefillArgs& args, gdn::PrefillRunOption
               prof.prepare_gates_norm / pc, prof.prepare_products / pc, prof.producer_wait / pc, prof.producer_issue / pc,
               prof.producer_finish / pc, prof.finish_inverse / pc, prof.finish_t_gated / pc, prof.consumer_wait / cc,
               prof.consumer_compute / cc, prof.consumer_other / cc);
+  if (prof.consumer_x != 0)
+    std::printf("  %-5s consumer compute parts: prep %.0f S K^T + X %.0f U + S Q^T + U P^T %.0f store %.0f "
+                "state %.0f; producer gates (warp 0) %.0f\n",
+                label, parts[0] / cc, parts[1] / cc, (parts[2] + parts[3]) / cc, parts[4] / cc, parts[5] / cc,
+                prof.prepare_gates / pc);
   return {{"producer_prepare", prof.producer_prepare / pc}, {"producer_wait", prof.producer_wait / pc},
           {"producer_issue", prof.producer_issue / pc},     {"producer_finish", prof.producer_finish / pc},
           {"consumer_wait", prof.consumer_wait / cc},       {"consumer_compute", prof.consumer_compute / cc},
           {"consumer_other", prof.consumer_other / cc},     {"prepare_load_wait", prof.prepare_load_wait / pc},
           {"prepare_gates_norm", prof.prepare_gates_norm / pc}, {"prepare_products", prof.prepare_products / pc},
-          {"finish_inverse", prof.finish_inverse / pc},     {"finish_t_gated", prof.finish_t_gated / pc}};
+          {"finish_inverse", prof.finish_inverse / pc},     {"finish_t_gated", prof.finish_t_gated / pc},
+          {"consumer_prep", parts[0] / cc}, {"consumer_x", parts[1] / cc}, {"consumer_u", parts[2] / cc},
+          {"consumer_o", parts[3] / cc}, {"consumer_store", parts[4] / cc}, {"consumer_state", parts[5] / cc},
+          {"prepare_gates", prof.prepare_gates / pc}};
 }
 
 nlohmann::json run_gdn_prefill(const BenchOptions& options) {

@@ -23,16 +23,22 @@ void prepare_prefill_fast();
 // (state loads/stores, checkpoints), its chunk count.
 // prepare = prepare_load_wait + prepare_gates_norm + prepare_products and finish =
 // finish_inverse + finish_t_gated are left zero by the kernel (the host adds them up).
+// In a profile build (FASTINFER_PREFILL_PART_PROFILE) the wgmma consumers also split compute into
+// prep (T_g / P and their barrier), x (S K^T and X), o (U, S Q^T and U P^T; a clock read between U
+// and S Q^T made ptxas serialise the wgmmas), store (the output rows) and state (the update); u
+// stays zero; their compute field holds the rest (the host adds the parts). prepare_gates (warp 0's gates) is the
+// part of the producer's gates and L2 norm before the norm (prepare_gates_norm: the norm).
 struct FastProfile {
   unsigned long long producer_prepare, producer_wait, producer_issue, producer_finish, producer_other, producer_chunks;
   unsigned long long consumer_wait, consumer_compute, consumer_other, consumer_chunks;
   unsigned long long prepare_load_wait, prepare_gates_norm, prepare_products, finish_inverse, finish_t_gated;
+  unsigned long long consumer_prep, consumer_x, consumer_u, consumer_o, consumer_store, consumer_state, prepare_gates;
 };
 
 // A persistent grid of min(rows * Hsab, ctas) CTAs (rows: sequences, or segments with the
 // segment hooks; ctas: the SM count, one CTA per SM fits); asynchronous on `stream`, a
 // programmatic dependent launch when params.programmatic_launch.
-// `profile`: nullptr, or a zeroed device FastProfile (as unsigned long long[15]) to add to.
+// `profile`: nullptr, or a zeroed device FastProfile (as unsigned long long[22]) to add to.
 template <InputType kType>
 void launch_prefill_fast(const PrefillParams& params, int ctas, Stream stream, unsigned long long* profile = nullptr);
 

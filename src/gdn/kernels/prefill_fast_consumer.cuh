@@ -97,9 +97,12 @@ struct ChunkOutput {
   std::int64_t stride_token;
   int len;
   float scale;
+  const void* map = nullptr;  // the output's tensor map (wgmma consumers, full chunks), or nullptr
+  int head = 0, token0 = 0;   // its coordinates of the chunk
 };
 
-// The output accumulators (eight m16n8 C tiles over the chunk's 64 tokens) times e^{G_t} per token.
+// The output accumulators (eight m16n8 C tiles over the chunk's 64 tokens) times a per-token scale
+// (e^{G_t} / |q_t|: FastGates::kExpGQ).
 __device__ __forceinline__ void gate_token_columns(float (&acc)[8][4], const float* exp_g, int quad) {
 #pragma unroll
   for (int n = 0; n < 8; ++n)
@@ -232,7 +235,7 @@ __device__ __forceinline__ void consume_chunk(StateFragment& state, unsigned cha
 
   // O^T = (S Q^T) diag(e^G) + U^T P^T.
   state_times_rows<kType>(acc, state, q, lane);
-  gate_token_columns(acc, exp_g, quad);
+  gate_token_columns(acc, gates + FastGates::kExpGQ, quad);
   times_lower_transposed<kType>(acc, ua, p_tile, lane);
   store_output<kType>(acc, out, smem, warp, lane);
 

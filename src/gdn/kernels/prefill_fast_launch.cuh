@@ -97,6 +97,13 @@ void launch_prefill_fast(const PrefillParams& params, int ctas, Stream stream, u
                                         params.k_stride_head, params.total_tokens);
   prefill_fast_detail::encode_input_map(maps.v, type, params.v, params.num_v_heads, params.v_stride_token,
                                         params.v_stride_head, params.total_tokens);
+  // The output by TMA (wgmma consumers, full chunks) where its strides are positive (validation
+  // allows others; those chunks are stored by the threads).
+  maps.output_by_tma = kernels::fast::FastConfig::kTmaOutput && (params.total_tokens == 1 || params.out_stride_token > 0) &&
+                       (params.num_state_heads == 1 || params.out_stride_head > 0);
+  if (maps.output_by_tma)
+    prefill_fast_detail::encode_input_map(maps.o, type, params.output, params.num_state_heads, params.out_stride_token,
+                                          params.out_stride_head, params.total_tokens);
   FASTINFER_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, params, profile, maps));
 }
 

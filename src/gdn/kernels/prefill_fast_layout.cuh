@@ -39,6 +39,15 @@ struct FastConfig {
   static constexpr bool wgmma_consumers(TSource source) {
     return source == TSource::kTGated || source == TSource::kInverseOrSolve;
   }
+  // With T_g loaded each consumer warpgroup computes the whole P itself (SS wgmma beside S K^T,
+  // into its own tile): no consumer barrier between the warpgroups inside a chunk, and P's tensor
+  // work overlaps S K^T (session 7; the consumers' P share on mma.sync and its barrier took ~2.2k
+  // of their ~8.7k cycles per chunk, H200 part profile).
+  static constexpr bool warpgroup_p(TSource source) { return source == TSource::kTGated; }
+  static constexpr int kWarpgroupBarrier = 5;  // and 6: one warpgroup's P (or output tile) complete
+  // The wgmma consumers store full chunks' outputs by TMA from the stage's v tile (the per-thread
+  // 16-byte stores took ~1.3k of their ~8.7k cycles per chunk, H200 part profile, session 7).
+  static constexpr bool kTmaOutput = true;
   // The split of the CTA's 384 x 168 registers (setmaxnreg can only move registers between warps).
   static constexpr int kProducerRegisters = 120;
   static constexpr int kConsumerRegisters = 192;
@@ -46,10 +55,13 @@ struct FastConfig {
 
 // Gates of one chunk (fp32, 64 each): G = cumsum log alpha, e^G, e^{G_63 - G} (the decay of
 // token t to the chunk end; padded tokens have alpha = 1 so G_63 is the last real token's G), beta,
-// and the raw alpha and beta values as loaded (cp.async, one chunk ahead).
+// the raw alpha and beta values as loaded (cp.async, one chunk ahead), q's L2 scale 1 / |q_t| (1
+// without the norm: q stays as loaded and its rows are scaled where they are used, in P and
+// S Q^T) and e^G times it (the output's token scale).
 struct FastGates {
   static constexpr int kG = 0, kExpG = 64, kDecayToEnd = 128, kBeta = 192, kRawAlpha = 256, kRawBeta = 320;
-  static constexpr int kFloats = 384;
+  static constexpr int kQScale = 384, kExpGQ = 448;
+  static constexpr int kFloats = 512;
 };
 
 // The tiles that feed wgmma (q, k, T_g hi / lo, P) are stored in the 128-byte swizzle of GMMA's
@@ -83,7 +95,10 @@ struct FastSmem {
   // A precomputed Tinv (fp32 [64][64], row-major, lower triangle loaded) lands where T_g hi/lo go:
   // whoever builds T_g reads it into registers before writing T_g.
   static constexpr int kInverseIn = kTGated;
-  static constexpr int kV = kP + kSwizzledC;  // swizzled like q and k (one TMA box layout)
+  // The wgmma consumers' second P tile (FastConfig::warpgroup_p: each warpgroup computes the whole
+  // P into its own tile, warpgroup 1 into this one).
+  static constexpr int kP1 = kP + kSwizzledC;
+  static constexpr int kV = kP1 + kSwizzledC;  // swizzled like q and k (one TMA box layout)
   static constexpr int kGates = kV + kSwizzledD;
   static constexpr int kStageBytes = (kGates + FastGates::kFloats * 4 + 1023) / 1024 * 1024;
   // Producer-private solve tiles, the consumers' output staging tile, the stage barriers.
@@ -92,7 +107,8 @@ struct FastSmem {
   static constexpr int kScratch = kInverse + kTileF;  // one block row of partial sums: 16 x 48 fp32
   static constexpr int kOut = kScratch + 16 * 48 * 4;
   static constexpr int kBarriers = kOut + kTileD;  // full[kStages], empty[kStages], loaded[kStages]
-  static constexpr int kBytes = kBarriers + 3 * Cfg::kStages * 8;
+  static constexpr int kPartClock = kBarriers + 3 * Cfg::kStages * 8;  // profile builds: PartClock (16 bytes)
+  static constexpr int kBytes = kPartClock + 16;
   static_assert(kBytes <= 227 * 1024, "exceeds the sm_90 shared memory per block");
   static_assert(kP - kInverseIn >= Cfg::kChunk * Cfg::kChunk * 4, "Tinv must fit the T_g tiles (P is written meanwhile)");
   static_assert(kStageBytes % 1024 == 0 && kK % 1024 == 0 && kTGated % 1024 == 0 && kTGatedLo % 1024 == 0 &&

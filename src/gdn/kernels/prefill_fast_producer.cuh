@@ -30,9 +30,11 @@ __device__ __forceinline__ void producer_sync() {
 
 // Tensor maps of q, k, v ([T][H][128] as 3-d maps {128, H, T}, boxes {64, 1, 64} in the 128-byte
 // swizzle: one box is one 64-column half of a stage tile), built by the launch for every call and
-// passed as a __grid_constant__ kernel parameter.
+// passed as a __grid_constant__ kernel parameter; and of the output ([T][Hsab][128], the same
+// boxes) where its strides allow one (output_by_tma): the wgmma consumers store full chunks by TMA.
 struct FastTensorMaps {
-  CUtensorMap q, k, v;
+  CUtensorMap q, k, v, o;
+  int output_by_tma;
 };
 
 struct ChunkSource {
@@ -138,67 +140,78 @@ __device__ __forceinline__ void compute_gates(const PrefillParams& p, int len, f
   gates[FastGates::kBeta + 2 * lane + 1] = b[1];
 }
 
-// x <- x * rsqrt(sum x^2 + 1e-6) per row of a q or k tile, rounded back to the operand type:
-// 8 lanes per row (16 elements each, two 16-byte vectors), four rows per warp and step. A lane's
-// rows are loaded two at a time before they are reduced (gates + norm took ~7.6k cycles per
-// chunk with one dependent round trip per row, H200 profile; four at a time spilled ~130 bytes
-// more, ptxas).
-template <InputType kType>
-__device__ __forceinline__ void l2_normalise_rows(typename Operand<kType>::Element* tile, int len, int pwarp, int lane) {
-  using Cfg = FastConfig;
-  using Element = typename Operand<kType>::Element;
-  constexpr int kLanesPerRow = 8, kRowsPerStep = 32 / kLanesPerRow * Cfg::kProducerWarps;
-  constexpr int kSteps = Cfg::kChunk / kRowsPerStep, kBatch = 2;
-  // Rows r_lane + 16 s share one swizzle: one offset per lane, the step's rows as immediates.
-  const int r_lane = pwarp * (32 / kLanesPerRow) + lane / kLanesPerRow;
-  const int lane_offset = swizzled_d(r_lane, 8 * (lane % kLanesPerRow));
-#pragma unroll 1
-  for (int s0 = 0; s0 < kSteps && s0 * kRowsPerStep < len; s0 += kBatch) {
-    uint4 raw[kBatch][2];
-    float sum[kBatch];
-    Element* rows = tile + lane_offset + s0 * kRowsPerStep * 64;
+// sum_c x[r][c]^2 for row r = 16 block + lane / 2 of a swizzled [64][128] q or k tile, on the
+// tensor cores: the diagonal of X X^T over the block's 16 rows (one ldmatrix per k16 step gives
+// both the A fragment and, as its (a0, a2) / (a1, a3) pairs, the B fragments of the two 8-row n
+// tiles; bf16 / fp16 products are exact in fp32). Lane 4g + g / 2 holds row g's sum in tile 0 and
+// row g + 8's in tile 1; a shuffle hands row lane / 2 to each lane.
+template <InputType kType, class Element>
+__device__ __forceinline__ float row_sum_of_squares(const Element* tile, int block, int lane) {
+  const int mat = lane / 8, row = lane % 8;
+  float low[4] = {0.0f, 0.0f, 0.0f, 0.0f}, high[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+  for (int kb = 0; kb < FastConfig::kDim / 16; ++kb) {
+    std::uint32_t f[4];
+    ldmatrix_x4(f, smem_address(tile + swizzled_d(16 * block + row + 8 * (mat % 2), 16 * kb + 8 * (mat / 2))));
+    const std::uint32_t b_low[2] = {f[0], f[2]}, b_high[2] = {f[1], f[3]};
+    mma<kType>(low, f, b_low);
+    mma<kType>(high, f, b_high);
+  }
+  const int g = lane / 4;
+  const float diag_low = g % 2 == 0 ? low[0] : low[1], diag_high = g % 2 == 0 ? high[2] : high[3];
+  const int r = lane / 2, source = 4 * (r % 8) + (r % 8) / 2;
+  const float from_low = __shfl_sync(0xffffffffu, diag_low, source);
+  const float from_high = __shfl_sync(0xffffffffu, diag_high, source);
+  return r < 8 ? from_low : from_high;
+}
+
+// Row 16 block + lane / 2, 64-column half lane % 2, of a swizzled tile times `scale`, rounded back.
+template <InputType kType, class Element>
+__device__ __forceinline__ void scale_row_half(Element* tile, int block, float scale, int lane) {
+  const int r = 16 * block + lane / 2;
+  Element* row = tile + 4096 * (lane % 2) + 64 * r;
+  constexpr int kVectors = 8, kBatch = 4;  // 16-byte vectors of the half row, loaded four at a time
+#pragma unroll
+  for (int v0 = 0; v0 < kVectors; v0 += kBatch) {
+    uint4 raw[kBatch];
+#pragma unroll
+    for (int i = 0; i < kBatch; ++i) raw[i] = *reinterpret_cast<const uint4*>(row + 8 * ((v0 + i) ^ (r % 8)));
 #pragma unroll
     for (int i = 0; i < kBatch; ++i) {
-      raw[i][0] = *reinterpret_cast<const uint4*>(rows + i * kRowsPerStep * 64);
-      raw[i][1] = *reinterpret_cast<const uint4*>(rows + i * kRowsPerStep * 64 + 4096);
-    }
+      std::uint32_t words[4] = {raw[i].x, raw[i].y, raw[i].z, raw[i].w};
 #pragma unroll
-    for (int i = 0; i < kBatch; ++i) {
-      float partial[4] = {0.0f, 0.0f, 0.0f, 0.0f};  // four short chains instead of one of 16 FMAs
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const std::uint32_t words[4] = {raw[i][h].x, raw[i][h].y, raw[i][h].z, raw[i][h].w};
-#pragma unroll
-        for (int w = 0; w < 4; ++w) {
-          const float2 x = unpack_pair<kType>(words[w]);
-          partial[w] = fmaf(x.x, x.x, fmaf(x.y, x.y, partial[w]));
-        }
+      for (int w = 0; w < 4; ++w) {
+        const float2 x = unpack_pair<kType>(words[w]);
+        words[w] = pack_pair<kType>(x.x * scale, x.y * scale);
       }
-      sum[i] = (partial[0] + partial[1]) + (partial[2] + partial[3]);
-    }
-#pragma unroll
-    for (int offset = kLanesPerRow / 2; offset > 0; offset /= 2)
-#pragma unroll
-      for (int i = 0; i < kBatch; ++i) sum[i] += __shfl_xor_sync(0xffffffffu, sum[i], offset);
-#pragma unroll
-    for (int i = 0; i < kBatch; ++i) {
-      const int r = (s0 + i) * kRowsPerStep + r_lane;
-      if (r < len) {
-        const float scale = rsqrtf(sum[i] + 1e-6f);
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          std::uint32_t words[4] = {raw[i][h].x, raw[i][h].y, raw[i][h].z, raw[i][h].w};
-#pragma unroll
-          for (int w = 0; w < 4; ++w) {
-            const float2 x = unpack_pair<kType>(words[w]);
-            words[w] = pack_pair<kType>(x.x * scale, x.y * scale);
-          }
-          *reinterpret_cast<uint4*>(rows + i * kRowsPerStep * 64 + 4096 * h) =
-              make_uint4(words[0], words[1], words[2], words[3]);
-        }
-      }
+      *reinterpret_cast<uint4*>(row + 8 * ((v0 + i) ^ (r % 8))) = make_uint4(words[0], words[1], words[2], words[3]);
     }
   }
+}
+
+// The L2 norm of rows t < len: k <- k * rsqrt(sum k^2 + 1e-6), rounded back to the operand type
+// in the tile (CP stages 2-3 multiply with the same rounded k, so the state agrees), and q's scale
+// rsqrt(sum q^2 + 1e-6) into gates[kQScale + t] (1 for rows >= len), applied to P's rows and the
+// output's token columns instead of rewriting q (its rows feed only those). Producer warp w takes
+// rows 16w .. 16w+15, the sums on the tensor cores (row_sum_of_squares), then lane l scales half
+// l % 2 of k's row l / 2. The CUDA-core form (8 lanes per row unpacking, squaring and summing 16
+// elements each, both tiles rewritten) issued ~10 instructions per element and took ~5.2k cycles
+// per chunk with the gates (H200 profile, session 6).
+template <InputType kType>
+__device__ __forceinline__ void l2_normalise_rows(const typename Operand<kType>::Element* q_tile,
+                                                  typename Operand<kType>::Element* k_tile, float* gates, int len,
+                                                  int pwarp, int lane) {
+  const int r = 16 * pwarp + lane / 2;
+  float q_scale = 1.0f;
+  if (16 * pwarp < len) {
+    const float q_sum = row_sum_of_squares<kType>(q_tile, pwarp, lane);
+    const float k_sum = row_sum_of_squares<kType>(k_tile, pwarp, lane);
+    if (r < len) {
+      q_scale = rsqrtf(q_sum + 1e-6f);
+      scale_row_half<kType>(k_tile, pwarp, rsqrtf(k_sum + 1e-6f), lane);
+    }
+  }
+  if (lane % 2 == 0) gates[FastGates::kQScale + r] = q_scale;
 }
 
 // With A0 (T solved here): row block 3 - pwarp of A0 (fp32, strictly lower, scaled by beta_t) and
@@ -271,15 +284,18 @@ __device__ __forceinline__ void prepare_chunk(const PrefillParams& p, int len, b
   producer_sync();
   timer.tick(kPrepareLoadWait);
   if (pwarp == 0) compute_gates(p, len, gates, lane);
-  if (p.use_qk_l2norm) {
-    l2_normalise_rows<kType>(reinterpret_cast<Element*>(stage + FastSmem::kQ), len, pwarp, lane);
-    l2_normalise_rows<kType>(reinterpret_cast<Element*>(stage + FastSmem::kK), len, pwarp, lane);
-  }
+  timer.tick(kPrepareGates);
+  if (p.use_qk_l2norm)
+    l2_normalise_rows<kType>(reinterpret_cast<const Element*>(stage + FastSmem::kQ),
+                             reinterpret_cast<Element*>(stage + FastSmem::kK), gates, len, pwarp, lane);
+  else if (ptid < Cfg::kChunk)
+    gates[FastGates::kQScale + ptid] = 1.0f;
   producer_sync();
   timer.tick(kPrepareGatesNorm);
   if (ptid < Cfg::kChunk) {
     const float g = gates[FastGates::kG + ptid];
     gates[FastGates::kExpG + ptid] = __expf(g);
+    gates[FastGates::kExpGQ + ptid] = __expf(g) * gates[FastGates::kQScale + ptid];
     gates[FastGates::kDecayToEnd + ptid] = __expf(gates[FastGates::kG + Cfg::kChunk - 1] - g);
   }
   if (!loaded_inverse)  // else the consumers compute P (and T_g)

@@ -35,24 +35,23 @@ __device__ __forceinline__ void rows_times_k(float (&acc)[8][4], const Element* 
   }
 }
 
-// P rows of `block`, column pairs [np_first, np_last]: (Q K^T) o Gamma, rounded, zero above the
-// diagonal.
+// Rows of `block` of P = (Q K^T) o Gamma from acc (the m16n8 tiles of 16 rows x 64 columns), column
+// pairs [np_first, np_last]: row t times q's scale (FastGates::kQScale), rounded, zero above the
+// diagonal, into the stage's P tile.
 template <InputType kType>
-__device__ __forceinline__ void compute_p(unsigned char* stage, int block, int np_first, int np_last, int lane) {
-  using Cfg = FastConfig;
-  using Op = Operand<kType>;
-  using Element = typename Op::Element;
-  const Element* q = reinterpret_cast<const Element*>(stage + FastSmem::kQ);
-  const Element* k = reinterpret_cast<const Element*>(stage + FastSmem::kK);
-  Element* p_tile = reinterpret_cast<Element*>(stage + FastSmem::kP);
+__device__ __forceinline__ void store_p_rows(const float (&acc)[8][4], unsigned char* stage, int block, int np_first,
+                                             int np_last, int lane, int p_offset = FastSmem::kP) {
+  using Element = typename Operand<kType>::Element;
+  Element* p_tile = reinterpret_cast<Element*>(stage + p_offset);
   const float* gates = reinterpret_cast<const float*>(stage + FastSmem::kGates);
   const int g = lane / 4, quad = lane % 4;
-  float acc[8][4];
-  rows_times_k<kType>(acc, q, k, block, np_first, np_last, lane);
   // Element pairs (j, j + 1) of a row are adjacent in the accumulator: one 32-bit store each.
-  float g_row[2];
+  float g_row[2], q_scale[2];
 #pragma unroll
-  for (int h = 0; h < 2; ++h) g_row[h] = gates[FastGates::kG + 16 * block + g + 8 * h];
+  for (int h = 0; h < 2; ++h) {
+    g_row[h] = gates[FastGates::kG + 16 * block + g + 8 * h];
+    q_scale[h] = gates[FastGates::kQScale + 16 * block + g + 8 * h];
+  }
 #pragma unroll
   for (int n = 0; n < 8; ++n)
     if (n / 2 >= np_first && n / 2 <= np_last) {
@@ -61,11 +60,23 @@ __device__ __forceinline__ void compute_p(unsigned char* stage, int block, int n
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int t = 16 * block + g + 8 * h;
-        const float v0 = j <= t ? acc[n][2 * h] * __expf(g_row[h] - g_col.x) : 0.0f;
-        const float v1 = j + 1 <= t ? acc[n][2 * h + 1] * __expf(g_row[h] - g_col.y) : 0.0f;
+        const float v0 = j <= t ? acc[n][2 * h] * q_scale[h] * __expf(g_row[h] - g_col.x) : 0.0f;
+        const float v1 = j + 1 <= t ? acc[n][2 * h + 1] * q_scale[h] * __expf(g_row[h] - g_col.y) : 0.0f;
         *reinterpret_cast<std::uint32_t*>(p_tile + swizzled_c(t, j)) = pack_pair<kType>(v0, v1);
       }
     }
+}
+
+// P rows of `block`, column pairs [np_first, np_last]: (Q K^T) o Gamma, rounded, zero above the
+// diagonal.
+template <InputType kType>
+__device__ __forceinline__ void compute_p(unsigned char* stage, int block, int np_first, int np_last, int lane) {
+  using Element = typename Operand<kType>::Element;
+  const Element* q = reinterpret_cast<const Element*>(stage + FastSmem::kQ);
+  const Element* k = reinterpret_cast<const Element*>(stage + FastSmem::kK);
+  float acc[8][4];
+  rows_times_k<kType>(acc, q, k, block, np_first, np_last, lane);
+  store_p_rows<kType>(acc, stage, block, np_first, np_last, lane);
 }
 
 // P's ten 16x16-column pairs (row block b has b + 1) over the eight consumer warps, at most two

@@ -222,8 +222,9 @@ __device__ __forceinline__ void run_producer(const PrefillParams& p, const FastT
 }
 
 template <InputType kType, TSource kSource>
-__device__ __forceinline__ void run_consumer(const PrefillParams& p, unsigned char* smem, std::uint64_t* full, std::uint64_t* empty,
-                             std::int64_t num_items, unsigned long long* profile) {
+__device__ __forceinline__ void run_consumer(const PrefillParams& p, const FastTensorMaps& maps, unsigned char* smem,
+                             std::uint64_t* full, std::uint64_t* empty, std::int64_t num_items,
+                             unsigned long long* profile) {
   using Element = typename Operand<kType>::Element;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const LaneCoords lc;
@@ -248,10 +249,12 @@ __device__ __forceinline__ void run_consumer(const PrefillParams& p, unsigned ch
       mbarrier_wait(&full[s], (chunk_count / FastConfig::kStages) & 1);
       timer.tick(kConsumerWait);
       const int len = w.chunk_len(token0);
-      const ChunkOutput out{out_head + token0 * p.out_stride_token, p.out_stride_token, len, p.scale};
+      const ChunkOutput out{out_head + token0 * p.out_stride_token, p.out_stride_token, len, p.scale,
+                            maps.output_by_tma != 0 ? &maps.o : nullptr, w.head, static_cast<int>(token0)};
       const ConsumerPrep prep = consumer_prep_of<kSource>(p, w, token0);
       if constexpr (FastConfig::wgmma_consumers(kSource)) {
-        consume_chunk_wgmma<kType>(state, smem + s * FastSmem::kStageBytes, smem, out, prep, warp, lane);
+        start_parts(smem + FastSmem::kPartClock);
+        consume_chunk_wgmma<kType, FastConfig::warpgroup_p(kSource)>(state, smem + s * FastSmem::kStageBytes, smem, out, prep, warp, lane);
       } else {
         consume_chunk<kType>(state, smem + s * FastSmem::kStageBytes, smem, out, prep, warp, lane);
       }
@@ -277,11 +280,11 @@ __device__ __forceinline__ void run_consumer(const PrefillParams& p, unsigned ch
 // zeros above it: write_t_gated).
 __device__ __forceinline__ void zero_upper_blocks(unsigned char* smem, int tid) {
   constexpr int kVectors = 64 * 8;  // 16-byte vectors of a [64][64] tile
-  constexpr int kTileOffsets[3] = {FastSmem::kTGated, FastSmem::kTGatedLo, FastSmem::kP};
-  for (int i = tid; i < FastConfig::kStages * 3 * kVectors; i += FastConfig::kThreads) {
+  constexpr int kTiles = 4, kTileOffsets[kTiles] = {FastSmem::kTGated, FastSmem::kTGatedLo, FastSmem::kP, FastSmem::kP1};
+  for (int i = tid; i < FastConfig::kStages * kTiles * kVectors; i += FastConfig::kThreads) {
     const int tile = i / kVectors, row = i % kVectors / 8, col = 8 * (i % 8);
     if (col / 16 > row / 16) {
-      auto* base = reinterpret_cast<std::uint16_t*>(smem + tile / 3 * FastSmem::kStageBytes + kTileOffsets[tile % 3]);
+      auto* base = reinterpret_cast<std::uint16_t*>(smem + tile / kTiles * FastSmem::kStageBytes + kTileOffsets[tile % kTiles]);
       *reinterpret_cast<uint4*>(base + swizzled_c(row, col)) = make_uint4(0, 0, 0, 0);
     }
   }
@@ -309,6 +312,8 @@ __global__ void __launch_bounds__(FastConfig::kThreads, 1) gdn_prefill_fast_kern
       mbarrier_init(&loaded[s], 1);
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");  // visible to the async proxy (TMA)
+    if constexpr (kPartProfile)
+      reinterpret_cast<PartClock*>(smem + FastSmem::kPartClock)->profile = blockIdx.x == 0 ? profile : nullptr;
   }
   if constexpr (FastConfig::wgmma_consumers(kSource)) {
     zero_upper_blocks(smem, threadIdx.x);
@@ -326,7 +331,7 @@ __global__ void __launch_bounds__(FastConfig::kThreads, 1) gdn_prefill_fast_kern
   } else {
     if constexpr (FastConfig::wgmma_consumers(kSource))
       asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(FastConfig::kConsumerRegisters));
-    run_consumer<kType, kSource>(p, smem, full, empty, num_items, profile);
+    run_consumer<kType, kSource>(p, maps, smem, full, empty, num_items, profile);
   }
 }
 

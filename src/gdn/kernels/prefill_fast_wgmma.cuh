@@ -5,6 +5,7 @@
 // the m16n8 C layout of its 16 rows, n tile after n tile: the consumers' acc[8][4] and the state's
 // [16][4] fragments, unchanged.
 #include <cstdint>
+#include <type_traits>
 #include <utility>
 
 #include <cute/arch/mma_sm90_gmma.hpp>
@@ -53,6 +54,22 @@ __device__ __forceinline__ void wgmma_rs(const std::uint32_t (&a)[4], std::uint6
   static_assert(kFirstTile + N / 8 <= kTiles);
   wgmma_rs_impl<decltype(wgmma_atom<kType, N, kB>()), kFirstTile>(
       a, desc, acc, accumulate ? gmma::ScaleOut::One : gmma::ScaleOut::Zero, std::make_integer_sequence<int, N / 2>{});
+}
+
+// acc[64][64] (+)= A (64 x 16) x B (16 x 64), both from shared memory, K-major (P = Q K^T).
+template <InputType kType, int... I>
+__device__ __forceinline__ void wgmma_ss_64_impl(std::uint64_t desc_a, std::uint64_t desc_b, float (&acc)[8][4],
+                                                 gmma::ScaleOut scale, std::integer_sequence<int, I...>) {
+  using Op = std::conditional_t<kType == InputType::kBFloat16,
+                                gmma::MMA_64x64x16_F32BF16BF16_SS<gmma::Major::K, gmma::Major::K>,
+                                gmma::MMA_64x64x16_F32F16F16_SS<gmma::Major::K, gmma::Major::K>>;
+  Op::fma(desc_a, desc_b, acc[I / 4][I % 4]..., scale);
+}
+template <InputType kType>
+__device__ __forceinline__ void wgmma_ss_64(std::uint64_t desc_a, std::uint64_t desc_b, float (&acc)[8][4],
+                                            bool accumulate) {
+  wgmma_ss_64_impl<kType>(desc_a, desc_b, acc, accumulate ? gmma::ScaleOut::One : gmma::ScaleOut::Zero,
+                          std::make_integer_sequence<int, 32>{});
 }
 
 // Shared-memory matrix descriptors, 128-byte swizzle (layout type 1 in bits 62-63), start address
