@@ -316,11 +316,9 @@ DecodeTactic choose_decode_tactic(DType state, long long batch, int heads_v, int
   // 0.0672/0.2388/0.4663 for the pipelined kernel; its three-CTA stages hold 4 tokens only).
   if (state == DType::kBFloat16 && tokens >= 5 && tokens <= kDecodePipelinedMaxTokens && states >= 4 * sms)
     return {4, 2, 4, 2, true};
-  // bf16 pools, one token, from 32 states per SM: the pipelined kernel with 16 consumer warps of
-  // 16 lanes per row (session 6, once the producer loaded slots and gates two items ahead; three
-  // sweeps: B = 256 0.1492-0.1515 ms against 0.1524-0.1560 for L8R4W8P1, B = 512 0.2908-0.2941
-  // against 0.2957-0.2986; before that change 1.7-1.9% slower than it). Below, L8R4W8P1 (B = 32:
-  // 0.0267 against 0.0272; B = 64 within 1% either way).
+  // bf16 pools, one token: sessions 6-7 took the static L16R4W16P1 (16 consumer warps of 16 lanes
+  // per row) from 32 states per SM (B = 256 0.1492-0.1515 ms against 0.1524-0.1560 for L8R4W8P1,
+  // B = 512 0.2908-0.2941 against 0.2957-0.2986) and L8R4W8P1 below (B = 32: 0.0267 against 0.0272).
   // Session 8: from 12 states per SM, L8R4W8P1 with a claimed tail (90% of each CTA's share in the
   // static order, then tiles claimed; H200 batch 1, same job, 75% / 90%: B = 64 0.0435-0.0436 /
   // 0.0434-0.0436 ms against 0.0440-0.0444 static and 0.0439-0.0442 for L16R4W16P1, B = 256
@@ -328,7 +326,6 @@ DecodeTactic choose_decode_tactic(DType state, long long batch, int heads_v, int
   // (75%): B = 64/256/512 0.0443-0.0444 / 0.1483-0.1498 / 0.2886-0.2890 against HEAD's
   // 0.0451-0.0452 / 0.1492-0.1510 / 0.2940-0.2947; B = 32 static stays ahead, 0.0255 against 0.0263).
   if (state == DType::kBFloat16 && tokens == 1 && states >= 12 * sms) return claimed_tail({8, 4, 8, 1});
-  if (state == DType::kBFloat16 && tokens == 1 && states >= 32 * sms) return {16, 4, 16, 1};
   // Otherwise bf16 pools (one token) and fp32 MTP windows: the pipelined kernel (whole-state tiles,
   // 8 consumer warps, one CTA per SM) was the fastest from B = 32 (1024 states, ~8 per SM) up:
   // 3-23% over the best register tactic (session 2).

@@ -577,6 +577,24 @@ void static_shares_match_reference(DType state) {
 TEST_F(GdnDecodeGpuExtra, StaticSharesMatchReferenceF32) { static_shares_match_reference(DType::kFloat32); }
 TEST_F(GdnDecodeGpuExtra, StaticSharesMatchReferenceBf16) { static_shares_match_reference(DType::kBFloat16); }
 
+// Every dynamic tactic once, as launched, on the smallest batch whose CTAs still claim items (640
+// states: ~5 tiles per pipelined CTA, ~1.6 states per tensor-core CTA): short enough to run under
+// compute-sanitizer --tool racecheck.
+TEST_F(GdnDecodeGpuExtra, DynamicTacticsOnASmallBatch) {
+  int tested = 0;
+  for (DType state : {DType::kFloat32, DType::kBFloat16})
+    for (const gdn::DecodeTactic& t : gdn::decode_tactics(DType::kBFloat16, state)) {
+      if (!t.dynamic_items) continue;
+      SCOPED_TRACE(tactic_name(state, t));
+      DecodeShape s = shape(40, 1, 8, 16, state);
+      s.padded = 2;
+      check_against_reference(make_decode_problem(s, 6500 + t.warps + 17 * t.chunked), gdn::decode_runner({DType::kBFloat16, state, t}).get());
+      ++tested;
+      if (HasFatalFailure() || HasFailure()) return;
+    }
+  EXPECT_GT(tested, 0) << "no dynamic work-order tactic instantiated";
+}
+
 // The dynamic work order (tiles claimed from a per-stream counter that every launch leaves zero):
 // on a non-blocking stream, the first call (counter created) against the reference, then a CUDA
 // graph of the launch replayed three times and eager calls on the same stream in between, each
