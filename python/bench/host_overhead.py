@@ -54,7 +54,9 @@ def in_process_split(fn, stream, batches, repeat=REPEAT):
     the C++ bench's loop runs it); C++ = (tn - t1) / (repeat - 1), Python - C++ = t1 - C++. The two
     kinds of batch alternate and each pair gives one estimate (the medians of the pairs are
     returned), so drift of the host or of the GPU backlog during the run hits both alike. Short
-    batches keep the GPU backlog near the C++ bench's 64 calls."""
+    batches keep the GPU backlog near the C++ bench's 64 calls. Each batch starts with one untimed
+    call: a fixed cost F of the first call after an idle stream would otherwise count as F / 8 in
+    the Python share (t1 and t8 both carry F / 8 per Python call, so C++ = their difference drops it)."""
     for _ in range(16):
         fn()
     cpp, py = [], []
@@ -64,6 +66,7 @@ def in_process_split(fn, stream, batches, repeat=REPEAT):
             for n in (1, repeat):
                 _C._set_launch_repeat(n)
                 stream.synchronize()
+                fn()  # untimed: see the docstring (a first-call cost F after an idle stream)
                 t0 = time.perf_counter()
                 for _ in range(SHORT_BATCH):
                     fn()
