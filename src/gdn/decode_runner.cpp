@@ -2,6 +2,7 @@
 
 #include <array>
 #include <string>
+#include <type_traits>
 
 #include "fastinfer/device.h"
 #include "fastinfer/error.h"
@@ -167,23 +168,28 @@ DecodeLauncher find_launcher(const DecodeConfig& c) {
   return nullptr;
 }
 
+// Calls fn on every entry of the given pipelined tables (lists of entries, or lists of such
+// families), table by table in the order given.
+template <class Fn, class... Tables>
+void for_each_pipelined(Fn&& fn, const Tables&... tables) {
+  auto visit = [&](const auto& table) {
+    for (const auto& x : table) {
+      if constexpr (std::is_same_v<std::decay_t<decltype(x)>, PipelinedEntry>) fn(x);
+      else
+        for (const PipelinedEntry& e : x) fn(e);
+    }
+  };
+  (visit(tables), ...);
+}
+
 PipelinedDecodeLauncher find_pipelined_launcher(const DecodeConfig& c) {
-  for (const auto& family : kPipelined)
-    for (const PipelinedEntry& e : family)
-      if (e.act == c.act && e.state == c.state && e.tactic == c.tactic) return e.launch;
-  for (const PipelinedEntry& e : kChunked)
-    if (e.act == c.act && e.state == c.state && e.tactic == c.tactic) return e.launch;
-  for (const auto& family : kDynamic)
-    for (const PipelinedEntry& e : family)
-      if (e.act == c.act && e.state == c.state && e.tactic == c.tactic) return e.launch;
-  for (const PipelinedEntry& e : kChunkedDynamic)
-    if (e.act == c.act && e.state == c.state && e.tactic == c.tactic) return e.launch;
-  for (const auto& family : kClaimedTail)
-    for (const PipelinedEntry& e : family)
-      if (e.act == c.act && e.state == c.state && e.tactic == c.tactic) return e.launch;
-  for (const PipelinedEntry& e : kChunkedTail)
-    if (e.act == c.act && e.state == c.state && e.tactic == c.tactic) return e.launch;
-  return nullptr;
+  PipelinedDecodeLauncher found = nullptr;
+  for_each_pipelined(
+      [&](const PipelinedEntry& e) {
+        if (found == nullptr && e.act == c.act && e.state == c.state && e.tactic == c.tactic) found = e.launch;
+      },
+      kPipelined, kChunked, kDynamic, kChunkedDynamic, kClaimedTail, kChunkedTail);
+  return found;
 }
 
 }  // namespace
@@ -232,11 +238,10 @@ std::vector<DecodeTactic> decode_tactics(DType act, DType state) {
           const DecodeTactic t{e.lanes_per_row, e.rows_per_thread, warps, 0};
           if (find_launcher({act, state, t}) != nullptr) out.push_back(t);
         }
-  for (const auto& family : kPipelined)
-    for (const PipelinedEntry& e : family)
-      if (e.act == act && e.state == state) out.push_back(e.tactic);
-  for (const PipelinedEntry& e : kChunked)
+  const auto append = [&](const PipelinedEntry& e) {
     if (e.act == act && e.state == state) out.push_back(e.tactic);
+  };
+  for_each_pipelined(append, kPipelined, kChunked);
   // Appended after the session-3/4 tactics (tuner ids index this list: gdn_decode/v4).
   for (const auto& family : kSmall)
     for (const LauncherEntry& e : family)
@@ -247,17 +252,9 @@ std::vector<DecodeTactic> decode_tactics(DType act, DType state) {
           if (find_launcher({act, state, t}) != nullptr) out.push_back(t);
         }
   // Appended in session 7 (gdn_decode/v5): the pipelined kernels with the dynamic work order.
-  for (const auto& family : kDynamic)
-    for (const PipelinedEntry& e : family)
-      if (e.act == act && e.state == state) out.push_back(e.tactic);
-  for (const PipelinedEntry& e : kChunkedDynamic)
-    if (e.act == act && e.state == state) out.push_back(e.tactic);
+  for_each_pipelined(append, kDynamic, kChunkedDynamic);
   // Appended in session 8 (gdn_decode/v6): the pipelined kernels with a claimed tail.
-  for (const auto& family : kClaimedTail)
-    for (const PipelinedEntry& e : family)
-      if (e.act == act && e.state == state) out.push_back(e.tactic);
-  for (const PipelinedEntry& e : kChunkedTail)
-    if (e.act == act && e.state == state) out.push_back(e.tactic);
+  for_each_pipelined(append, kClaimedTail, kChunkedTail);
   return out;
 }
 
