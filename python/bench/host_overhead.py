@@ -34,16 +34,21 @@ SHORT_BATCH = 8  # as the C++ bench: a check that queued GPU work (CP 1x1024) do
 REPEAT = 8  # C++ calls per Python call in the in-process split (8 x 8 = the C++ bench's 64-call batch)
 
 
+def batch_us(fn, stream, per_batch, untimed_first=False) -> float:
+    """Mean host us per call of `per_batch` back-to-back calls started on an idle stream."""
+    stream.synchronize()
+    if untimed_first:
+        fn()
+    t0 = time.perf_counter()
+    for _ in range(per_batch):
+        fn()
+    return (time.perf_counter() - t0) / per_batch * 1e6
+
+
 def host_us(fn, stream, batches=BATCHES, per_batch=PER_BATCH) -> float:
     for _ in range(16):
         fn()
-    per_call = []
-    for _ in range(batches):
-        stream.synchronize()
-        t0 = time.perf_counter()
-        for _ in range(per_batch):
-            fn()
-        per_call.append((time.perf_counter() - t0) / per_batch * 1e6)
+    per_call = [batch_us(fn, stream, per_batch) for _ in range(batches)]
     stream.synchronize()
     return statistics.median(per_call)
 
@@ -65,12 +70,7 @@ def in_process_split(fn, stream, batches, repeat=REPEAT):
             t = []
             for n in (1, repeat):
                 _C._set_launch_repeat(n)
-                stream.synchronize()
-                fn()  # untimed: see the docstring (a first-call cost F after an idle stream)
-                t0 = time.perf_counter()
-                for _ in range(SHORT_BATCH):
-                    fn()
-                t.append((time.perf_counter() - t0) / SHORT_BATCH * 1e6)
+                t.append(batch_us(fn, stream, SHORT_BATCH, untimed_first=True))
             c = (t[1] - t[0]) / (repeat - 1)
             cpp.append(c)
             py.append(t[0] - c)
