@@ -5,7 +5,7 @@
 Each row is the median over batches of the mean of back-to-back calls of one piece of a call:
 the extension call itself, the conversion of N array arguments (DLPack C exchange API vs
 nanobind's Python-level DLPack import), the stream look-up (torch's Python API vs the extension),
-the Python wrapper in ops.py, and the output allocation. Run on the GPU machine; the answers are
+the calling convention (keywords, positional), and the output allocation. Run on the GPU machine; the answers are
 the numbers docs/BENCHMARKS.md quotes for the host-cost breakdown.
 """
 from __future__ import annotations
@@ -85,7 +85,7 @@ def main():
         x = torch.zeros(16, device=dev)
         row("torch x.add_(1) (one kernel through torch)", lambda: x.add_(1.0), per_batch=64)
 
-        # One op, layer by layer: the public wrapper vs the extension function it calls.
+        # One op (an extension function, no Python wrapper), by the way it is called.
         lin_packed = torch.randint(0, 256, (128, 64), dtype=torch.uint8).to(dev)
         lin_scales = torch.full((128, 8), 0x38, dtype=torch.uint8, device=dev)
         weights = fastinfer.prepare_bf16_fp4_weights(lin_packed, lin_scales, alpha=1.0, swizzled=False)
@@ -94,8 +94,8 @@ def main():
         for fast in (True, False):
             _C._set_fast_import(fast)
             tag = "C exchange API" if fast else "nanobind import"
-            row(f"mm: _C.mm_bf16_fp4(a, w, out, False, handle) [{tag}]",
-                lambda: _C.mm_bf16_fp4(a, weights, out, False, handle), per_batch=64)
+            row(f"mm: fastinfer.mm_bf16_fp4(a, w, out, None, False, handle) (positional) [{tag}]",
+                lambda: fastinfer.mm_bf16_fp4(a, weights, out, None, False, handle), per_batch=64)
             row(f"mm: fastinfer.mm_bf16_fp4(a, w, out=out, stream=handle) [{tag}]",
                 lambda: fastinfer.mm_bf16_fp4(a, weights, out=out, stream=handle), per_batch=64)
             row(f"mm: fastinfer.mm_bf16_fp4(a, w, out=out) (current stream) [{tag}]",

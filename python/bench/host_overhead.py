@@ -56,28 +56,31 @@ def host_us(fn, stream, batches=BATCHES, per_batch=PER_BATCH) -> float:
 def in_process_split(fn, stream, batches, repeat=REPEAT):
     """The C++ share of one call and the Python share, both measured in this process: t1 = a call
     as it is, tn = a call whose C++ op runs `repeat` times back to back (_C._set_launch_repeat, as
-    the C++ bench's loop runs it); C++ = (tn - t1) / (repeat - 1), Python - C++ = t1 - C++. The two
-    kinds of batch alternate and each pair gives one estimate (the medians of the pairs are
-    returned), so drift of the host or of the GPU backlog during the run hits both alike. Short
-    batches keep the GPU backlog near the C++ bench's 64 calls. Each batch starts with one untimed
-    call: a fixed cost F of the first call after an idle stream would otherwise count as F / 8 in
-    the Python share (t1 and t8 both carry F / 8 per Python call, so C++ = their difference drops it)."""
+    the C++ bench's loop runs it); C++ = (tn - t1) / (repeat - 1), Python - C++ = t1 - C++. A
+    cross-check needs no subtraction: t0 = a call whose C++ op does not run at all (repeat 0:
+    argument conversion, output allocation and the GIL release only). The three kinds of batch
+    alternate and each round gives one estimate (the medians are returned), so drift of the host
+    or of the GPU backlog during the run hits all alike. Short batches keep the GPU backlog near
+    the C++ bench's 64 calls. Each batch starts with one untimed call: a fixed cost F of the first
+    call after an idle stream would otherwise count as F / 8 in the Python share (t1 and t8 both
+    carry F / 8 per Python call, so C++ = their difference drops it)."""
     for _ in range(16):
         fn()
-    cpp, py = [], []
+    cpp, py, py_only = [], [], []
     try:
         for _ in range(batches):
-            t = []
-            for n in (1, repeat):
+            t = {}
+            for n in (0, 1, repeat):
                 _C._set_launch_repeat(n)
-                t.append(batch_us(fn, stream, SHORT_BATCH, untimed_first=True))
-            c = (t[1] - t[0]) / (repeat - 1)
+                t[n] = batch_us(fn, stream, SHORT_BATCH, untimed_first=True)
+            c = (t[repeat] - t[1]) / (repeat - 1)
             cpp.append(c)
-            py.append(t[0] - c)
+            py.append(t[1] - c)
+            py_only.append(t[0])
     finally:
         _C._set_launch_repeat(1)
         stream.synchronize()
-    return statistics.median(cpp), statistics.median(py)
+    return statistics.median(cpp), statistics.median(py), statistics.median(py_only)
 
 
 def make_cases(stream, only=None):
@@ -257,12 +260,12 @@ def main():
         torch_add_us = host_us(lambda: x.add_(1.0), stream, args.batches)
         rows = []
         print(f"{'op (tiny shapes, warm)':48s} {'py us':>8s} {'py alloc us':>11s} {'C++ us':>8s} {'py-C++':>8s} {'x raw':>6s} "
-              f"{'py-C++ (' + str(SHORT_BATCH) + '/batch)':>16s} {'in-process C++ / py-C++ us':>27s}")
+              f"{'py-C++ (' + str(SHORT_BATCH) + '/batch)':>16s} {'in-process C++ / py-C++ / py only us':>37s}")
         for key, name, prealloc, alloc in make_cases(stream):
             us = host_us(prealloc, stream, args.batches)
             us_alloc = host_us(alloc, stream, args.batches)
             us_short = host_us(prealloc, stream, args.batches, SHORT_BATCH)
-            cpp_in, py_minus_cpp_in = in_process_split(prealloc, stream, args.batches)
+            cpp_in, py_minus_cpp_in, py_only_in = in_process_split(prealloc, stream, args.batches)
             c = cpp_ops.get(key, {})
             cpp_us = c.get("host_us")
             cpp_short = c.get("host_us_short_batch")
@@ -270,11 +273,11 @@ def main():
             ratio = us / (kernels * raw_launch) if raw_launch else None
             print(f"{name:48s} {us:8.2f} {us_alloc:11.2f} {cpp_us if cpp_us else float('nan'):8.2f} "
                   f"{(us - cpp_us) if cpp_us else float('nan'):8.2f} {ratio if ratio else float('nan'):6.2f} "
-                  f"{(us_short - cpp_short) if cpp_short else float('nan'):16.2f} {cpp_in:13.2f} / {py_minus_cpp_in:11.2f}")
+                  f"{(us_short - cpp_short) if cpp_short else float('nan'):16.2f} {cpp_in:13.2f} / {py_minus_cpp_in:11.2f} / {py_only_in:7.2f}")
             rows.append(dict(op=key, name=name, python_us=us, python_allocating_us=us_alloc, cpp_us=cpp_us,
                              kernels=kernels, ratio_to_raw_launches=ratio, python_us_short_batch=us_short,
                              cpp_us_short_batch=cpp_short, cpp_us_in_process=cpp_in,
-                             python_minus_cpp_us_in_process=py_minus_cpp_in))
+                             python_minus_cpp_us_in_process=py_minus_cpp_in, python_only_us_in_process=py_only_in))
     print(f"torch x.add_(1) (one launch through torch): {torch_add_us:.2f} us"
           + (f"; raw cudaLaunchKernel from C++: {raw_launch:.2f} us" if raw_launch else ""))
 

@@ -76,34 +76,8 @@ def _arange_int32(like, n):
     return np.arange(n, dtype=np.int32)
 
 
-def nvfp4_quantize(w, global_scale, swizzled=True, packed=None, scales=None, stream=None):
-    """NVFP4 quantization (FlashInfer's nvfp4 format): returns (packed [N, K/2] uint8, e4m3 scales)."""
-    n, kdim = w.shape
-    if packed is None:
-        packed = _empty(w, (n, kdim // 2), _dtype(w, "uint8"))
-    if scales is None:
-        scales = _empty(w, (_C.nvfp4_scale_bytes(n, kdim, bool(swizzled)),), _dtype(w, "uint8"))
-    _C.nvfp4_quantize(w, float(global_scale), packed, scales, bool(swizzled), stream)
-    return packed, scales
-
-
-def nvfp4_dequantize(packed, scales, global_scale, swizzled=True, out=None, dtype=None, stream=None):
-    """out [N, K] = e2m1(q) * float(sf) / global_scale."""
-    n, half_k = packed.shape
-    if out is None:
-        out = _empty(packed, (n, 2 * half_k), dtype or _dtype(packed, "float32"))
-    _C.nvfp4_dequantize(packed, scales, bool(swizzled), float(global_scale), out, stream)
-    return out
-
-
-def prepare_bf16_fp4_weights(b, b_descale, alpha, swizzled=True, stream=None):
-    """One-time repack of NVFP4 weights b [N, K/2] uint8 with e4m3 scales for mm_bf16_fp4."""
-    return _C.prepare_bf16_fp4_weights(b, b_descale, bool(swizzled), float(alpha), stream)
-
-
-def mm_bf16_fp4(a, weights, out=None, out_dtype=None, enable_pdl=False, stream=None):
-    """out [M, N] = alpha * (a [M, K] bf16 @ dequant(W)^T), W prepared by prepare_bf16_fp4_weights."""
-    if out is None:
-        out = _empty(a, (a.shape[0], weights.n), out_dtype or a.dtype)
-    _C.mm_bf16_fp4(a, weights, out, bool(enable_pdl), stream)
-    return out
+# The NVFP4 ops are extension functions too (python/src/gemm_bindings.cpp), for the same reason.
+nvfp4_quantize = _C.nvfp4_quantize
+nvfp4_dequantize = _C.nvfp4_dequantize
+prepare_bf16_fp4_weights = _C.prepare_bf16_fp4_weights
+mm_bf16_fp4 = _C.mm_bf16_fp4

@@ -87,7 +87,7 @@ NB_MODULE(_C, m) {
   m.def("_set_release_gil", &python::set_release_gil, nb::arg("on"),
         "Off: the ops keep the GIL while they launch (measures what releasing it costs).");
   m.def("_set_launch_repeat", &python::set_launch_repeat, nb::arg("n"),
-        "Each op call runs its C++ call n times (n >= 1; 1 = normal): the C++ host cost measured inside this process.");
+        "Each op call runs its C++ call n times (1 = normal; n > 1 times the C++ host cost inside this process; 0 skips it).");
   m.def("_convert", [](nb::args arrays) {
     python::ArrayArgs converter;
     for (nb::handle a : arrays) (void)converter.view(a, "array");

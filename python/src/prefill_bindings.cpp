@@ -48,7 +48,7 @@ nb::object prefill(nb::handle q, nb::handle k, nb::handle v, nb::handle g, nb::h
     const std::int64_t n = args.state_indices && args.initial_state && args.initial_state->ndim > 0
                                ? args.initial_state->shape[0]
                                : (args.cu_seqlens.ndim > 0 ? args.cu_seqlens.shape[0] - 1 : 0);
-    out_state = empty_like(q, {n, hsab, kHeadDim, kHeadDim}, /*float32=*/true);
+    out_state = empty_like(q, {n, hsab, kHeadDim, kHeadDim}, dtype_named(q, "float32"));
   }
   view_prefill_operands(arrays, args, k, out, g, beta, to_float(scale, 0.0f), truthy(use_qk_l2norm_in_kernel),
                         out_state);

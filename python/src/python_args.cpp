@@ -54,19 +54,23 @@ void set_release_gil(bool on) { g_release_gil = on; }
 int launch_repeat() { return g_launch_repeat; }
 
 void set_launch_repeat(int n) {
-  if (n < 1)
-    throw nb::value_error(("fastinfer._C._set_launch_repeat: n must be at least 1, got " + std::to_string(n)).c_str());
+  if (n < 0)
+    throw nb::value_error(("fastinfer._C._set_launch_repeat: n must be at least 0, got " + std::to_string(n)).c_str());
   g_launch_repeat = n;
 }
 
-nb::object empty_like(nb::handle like, std::initializer_list<std::int64_t> shape, bool float32) {
+nb::object empty_like(nb::handle like, std::initializer_list<std::int64_t> shape, nb::handle dtype) {
   static const nb::handle empty = ops_helper("_empty");
-  static const nb::handle dtype = ops_helper("_dtype");
   nb::list dims;
   for (std::int64_t d : shape) dims.append(d);
   nb::object t = nb::tuple(dims);
-  if (!float32) return nb::borrow(empty)(like, t);
-  return nb::borrow(empty)(like, t, nb::borrow(dtype)(like, "float32"));
+  if (dtype.is_none()) return nb::borrow(empty)(like, t);
+  return nb::borrow(empty)(like, t, dtype);
+}
+
+nb::object dtype_named(nb::handle like, const char* name) {
+  static const nb::handle dtype = ops_helper("_dtype");
+  return nb::borrow(dtype)(like, name);
 }
 
 nb::object arange_int32(nb::handle like, std::int64_t n) {

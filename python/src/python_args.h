@@ -31,8 +31,9 @@ class LaunchGilRelease {
 void set_release_gil(bool on);
 
 // How many times launch() runs an op's C++ call: 1, except under the host-cost probe
-// _C._set_launch_repeat(n), which times the C++ call inside the Python process (see
-// python/bench/host_overhead.py).
+// _C._set_launch_repeat(n), which times the C++ call inside the Python process (n > 1) and the
+// call without it (n = 0: conversions, allocation and GIL release only); see
+// python/bench/host_overhead.py.
 int launch_repeat();
 void set_launch_repeat(int n);
 
@@ -44,9 +45,12 @@ void launch(Call&& call) {
   for (int i = 0; i < repeat; ++i) call();
 }
 
-// An uninitialised array of `shape` with the library and device of `like`; dtype: like's, or
-// float32 when `float32` is set.
-nanobind::object empty_like(nanobind::handle like, std::initializer_list<std::int64_t> shape, bool float32 = false);
+// An uninitialised array of `shape` with the library and device of `like`; dtype: `dtype` (a
+// dtype object of like's library), like's own when None.
+nanobind::object empty_like(nanobind::handle like, std::initializer_list<std::int64_t> shape,
+                            nanobind::handle dtype = nanobind::none());
+// The dtype called `name` ("float32", "uint8", ...) in the library of `like`.
+nanobind::object dtype_named(nanobind::handle like, const char* name);
 // arange(n) as int32, with the library and device of `like`.
 nanobind::object arange_int32(nanobind::handle like, std::int64_t n);
 

@@ -109,7 +109,8 @@ def test_gated_delta_rule_decode_cpu_matches_reference_and_updates_pool():
 
 def test_launch_repeat_probe_runs_the_cpp_call_n_times():
     """_C._set_launch_repeat(n) (the in-process C++ host-cost probe of python/bench/host_overhead.py)
-    makes one Python call run the op n times: a decode into a pool in place then equals n calls."""
+    makes one Python call run the op n times: a decode into a pool in place then equals n calls,
+    and with n = 0 the call converts its arguments but leaves the pool untouched."""
     from fastinfer import _C
     b_size, h, hv, d = 2, 1, 2, 128
     q, k = (rng.standard_normal((b_size, 1, h, d)).astype(np.float16) for _ in range(2))
@@ -133,5 +134,11 @@ def test_launch_repeat_probe_runs_the_cpp_call_n_times():
         decode(looped)
     assert not np.array_equal(looped, state)
     np.testing.assert_array_equal(repeated, looped)
-    with pytest.raises(ValueError, match="at least 1"):
-        _C._set_launch_repeat(0)
+    _C._set_launch_repeat(0)
+    try:
+        decode(repeated)
+    finally:
+        _C._set_launch_repeat(1)
+    np.testing.assert_array_equal(repeated, looped)
+    with pytest.raises(ValueError, match="at least 0"):
+        _C._set_launch_repeat(-1)
