@@ -26,10 +26,14 @@ struct CpWorkspace {
   void* segment_offsets;
   std::int32_t* segment_sequence;
   std::int32_t* tail_segment_sequence;
+  void* block_map_tiles;  // CpOptions::ready_tiles only
+  void* block_k_tiles;
+  float* block_gate_last;
   std::size_t bytes;
 };
 
-CpWorkspace carve(void* base, const CpPlan& plan) {
+// k_heads > 0: with stage 2's ready tiles (CpOptions::ready_tiles).
+CpWorkspace carve(void* base, const CpPlan& plan, std::int64_t k_heads) {
   WorkspaceCarver carver(base);
   const std::size_t heads = static_cast<std::size_t>(plan.num_state_heads);
   const std::size_t blocks = static_cast<std::size_t>(plan.num_seqs * plan.blocks_per_seq());
@@ -45,6 +49,12 @@ CpWorkspace carve(void* base, const CpPlan& plan) {
   w.segment_offsets = carver.take<std::int64_t>(chunks + 1);
   w.segment_sequence = carver.take<std::int32_t>(chunks);
   w.tail_segment_sequence = carver.take<std::int32_t>(chunks);
+  if (k_heads > 0) {
+    // Three 64 x 64 16-bit T tiles per block and head, K as 64 x 128 fp16 per block and k head.
+    w.block_map_tiles = carver.take<std::uint16_t>(blocks * heads * 3 * kCpBlockLen * kCpBlockLen);
+    w.block_k_tiles = carver.take<std::uint16_t>(blocks * static_cast<std::size_t>(k_heads) * kCpBlockLen * kD);
+    w.block_gate_last = carver.take<float>(blocks * heads);
+  }
   w.bytes = carver.bytes();
   return w;
 }
@@ -88,9 +98,13 @@ CpStageView launch_stages(const PrefillArgs& a, const ExecContext& ctx, const Cp
                     : options.map_splits > 0 ? cp_map_splits_at_most(plan, options.map_splits)
                                              : 1;
 
+  // Stage 2 on stage 1's ready tiles (wgmma stage 2 only).
+  const bool wgmma_maps = options.fp16_operands && options.wgmma_maps;
+  const bool ready_tiles = wgmma_maps && options.ready_tiles != 0;
+  const std::int64_t tile_k_heads = ready_tiles ? a.k.size(1) : 0;
   DeviceGuard guard(device);
-  const std::size_t bytes = carve(nullptr, plan).bytes;
-  const CpWorkspace w = carve(WorkspacePool::global().get(device, ctx.stream, "gdn.cp", bytes), plan);
+  const std::size_t bytes = carve(nullptr, plan, tile_k_heads).bytes;
+  const CpWorkspace w = carve(WorkspacePool::global().get(device, ctx.stream, "gdn.cp", bytes), plan, tile_k_heads);
 
   CpStageParams p;
   p.k = a.k.data;
@@ -121,6 +135,14 @@ CpStageView launch_stages(const PrefillArgs& a, const ExecContext& ctx, const Cp
   p.map_splits = static_cast<int>(plan.map_splits);
   p.block_inverse = w.block_inverse;
   p.block_t_gated = w.block_t_gated;  // stage 1 writes both: stage 2 needs Tinv, stage 4 T_g
+  if (ready_tiles) {
+    // Stage 2 reads the ready tiles instead of Tinv; Tinv only for the stage checks (final_states).
+    p.block_map_tiles = w.block_map_tiles;
+    p.block_k_tiles = w.block_k_tiles;
+    p.block_gate_last = w.block_gate_last;
+    p.ready_tile_halves = options.ready_tiles == 2 ? 2 : 1;
+    if (final_states == nullptr) p.block_inverse = nullptr;
+  }
   p.map_m = w.map_m;
   p.map_b = w.map_b;
   p.chunk_states = w.chunk_states;
@@ -132,8 +154,9 @@ CpStageView launch_stages(const PrefillArgs& a, const ExecContext& ctx, const Cp
   p.tail_segment_sequence = split_stage4 ? w.tail_segment_sequence : nullptr;
   p.programmatic_launch = options.programmatic_launch;
   p.fp16_operands = options.fp16_operands;
-  p.wgmma_maps = options.fp16_operands && options.wgmma_maps;
-  p.prefetch_blocks = options.prefetch_blocks < 0 ? cp_prefetch_blocks(plan, p.wgmma_maps) : options.prefetch_blocks != 0;
+  p.wgmma_maps = wgmma_maps;
+  p.prefetch_blocks = options.prefetch_blocks < 0 ? cp_prefetch_blocks(plan, p.wgmma_maps, ready_tiles)
+                                                  : options.prefetch_blocks != 0;
   // Stage 2 composes no map of a sequence's last chunk unless final_states is asked for.
   p.skip_last_chunk_inverse = final_states == nullptr && options.skip_last_chunk_inverse;
   p.lower_inverse_blocks = options.lower_inverse_blocks;

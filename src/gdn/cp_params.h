@@ -53,6 +53,18 @@ struct CpStageParams {
   // (hi, then lo; only the 16x16 blocks on or below the diagonal are written); block_inverse may
   // then be null.
   void* block_t_gated = nullptr;
+  // Optional (CpOptions::ready_tiles): stage 1 also writes, for every block stage 2 maps, the
+  // operands the wgmma stage 2 would otherwise build per block, in wgmma core-matrix order (16-byte
+  // row q = (r / 8) * (cols / 8) * 8 + (c / 8) * 8 + r % 8 of 8 elements; only the 16x16 blocks on
+  // or below the diagonal of the T tiles are written), and stage 2 copies them into shared memory:
+  // T = Tinv diag(beta) in fp16 and T diag(exp(gL - G)) as hi, lo in the input type,
+  // [N * blocks_per_seq, Hsab, 3, 64, 64]; the normalised K in fp16, [N * blocks_per_seq, Hk, 64, 128]
+  // (written by the CTA of the k head's first state head); gL, [N * blocks_per_seq, Hsab].
+  void* block_map_tiles = nullptr;
+  void* block_k_tiles = nullptr;
+  float* block_gate_last = nullptr;
+  // With the ready tiles: 2 = stage 2 as two CTAs of half the rows per map piece (two per SM).
+  int ready_tile_halves = 1;
   float* map_m = nullptr;          // [N * chunks_per_seq * map_splits, Hsab, 128, 128], M of H_out = H_in M + B
   float* map_b = nullptr;          // same shape, B
   float* chunk_states = nullptr;   // [N * chunks_per_seq, Hsab, 128, 128], the state entering each chunk

@@ -48,7 +48,8 @@ std::int64_t cp_map_splits(const CpPlan& plan, int sm_count, bool last_chunk_map
   return best;
 }
 
-bool cp_prefetch_blocks(const CpPlan& plan, bool wgmma_maps) {
+bool cp_prefetch_blocks(const CpPlan& plan, bool wgmma_maps, bool ready_tiles) {
+  if (wgmma_maps && ready_tiles) return true;
   return !wgmma_maps || (plan.map_splits > 1 && plan.chunk_len / kCpBlockLen / plan.map_splits >= kCpPrefetchMinPieceBlocks);
 }
 

@@ -80,7 +80,9 @@ inline constexpr std::int64_t kCpAutoHalfSmsMinSeqLen = 8192;
 // even) and loses with one piece per chunk (1x8k 0.230 -> 0.234, 2/8 1x64k 0.430 -> 0.438) and on
 // 4-block pieces (1x1k 0.032 -> 0.035).
 inline constexpr std::int64_t kCpPrefetchMinPieceBlocks = 8;
-bool cp_prefetch_blocks(const CpPlan& plan, bool wgmma_maps);
+// The stage 2 on stage 1's ready tiles (CpOptions::ready_tiles) prefetches always: its copies go
+// straight into the tiles, nothing is held in registers (unmeasured).
+bool cp_prefetch_blocks(const CpPlan& plan, bool wgmma_maps, bool ready_tiles = false);
 // Stage 3 rows per CTA: 32 (4 CTAs per sequence and head, a quarter of the L2 traffic of M per
 // step) when that still puts a CTA on at least every other SM, else 16. H200 (cp7 batch 3): 32
 // rows faster at 16/32 and 16/64 (1x128k 0.136 vs 0.142 ms), 16 rows at 2/8 (0.091 vs 0.160).

@@ -390,13 +390,54 @@ TEST_F(GdnCpGpu, PrefetchingChunkMapsGiveTheSameBits) {
   }
 }
 
+// Stage 2 on stage 1's ready tiles (CpOptions::ready_tiles, the default) against the wgmma kernel
+// building its operands from Tinv: the same operands, so the same maps bit for bit. Ragged lengths
+// (partial blocks), map pieces, state heads sharing a k head in stage-1 CTAs of 1, 2 and 4 heads,
+// no alpha / pool state, with and without prefetch, both input types; and the stage checks on the ready tiles without final states' pieces (run_stages asks for
+// final states, so every chunk is mapped there).
+TEST_F(GdnCpGpu, ReadyTileChunkMapsGiveTheSameBits) {
+  auto same_bits = [](const std::vector<double>& x, const std::vector<double>& y) {
+    return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(double)) == 0;
+  };
+  // {Hq, Hk, Hv}: stage 1 with two heads per CTA, four, and one (Hsab 6 = 3 Hk: the CTA of each
+  // k head's first state head writes its K tile).
+  const std::int64_t heads[3][3] = {{2, 2, 4}, {4, 1, 1}, {2, 2, 6}};
+  for (int variant = 0; variant < 6; ++variant) {
+    const bool fp16 = variant % 2 == 1;
+    const std::int64_t* hs = heads[variant / 2];
+    Problem p({2000, 77, 0, 1100, 640}, hs[0], hs[1], hs[2], 0.99, 1.0, 191 + variant, fp16 ? DType::kFloat16 : DType::kBFloat16);
+    if (fp16) p.pool_initial_state(195), p.args.alpha.reset();
+    DeviceProblem d(p);
+    for (const bool prefetch : {false, true}) {
+      const CpOptions built{.max_seqlen = 2000, .chunk_len = 640, .prefetch_blocks = prefetch, .ready_tiles = 0, .map_splits = 2};
+      const auto want = run_stages(p, d, built);
+      for (const int ready_tiles : {1, 2}) {  // one CTA per piece, two of half the rows
+        CpOptions ready = built;
+        ready.ready_tiles = ready_tiles;
+        const auto got = run_stages(p, d, ready);
+        EXPECT_TRUE(same_bits(want.m, got.m)) << variant << " prefetch " << prefetch << " ready " << ready_tiles;
+        EXPECT_TRUE(same_bits(want.b, got.b)) << variant << " prefetch " << prefetch << " ready " << ready_tiles;
+        EXPECT_TRUE(same_bits(want.finals, got.finals)) << variant << " prefetch " << prefetch << " ready " << ready_tiles;
+        double norm = 0;
+        for (double x : got.b) norm += std::isfinite(x) ? x * x : 0;
+        EXPECT_GT(norm, 1.0);
+      }
+    }
+  }
+  Problem q({1, 65, 700, 1500, 0, 833}, 2, 2, 4, 0.99, 1.0, 199);
+  q.packed_initial_state(200);
+  check_each_stage_and_end_to_end(q, {.max_seqlen = 1500, .chunk_len = 768, .ready_tiles = 1, .map_splits = 3});
+  check_each_stage_and_end_to_end(q, {.max_seqlen = 1500, .chunk_len = 768, .ready_tiles = 2, .map_splits = 3});
+}
+
 // Without final states (the pipeline) stage 1 leaves the Tinv of each sequence's last chunk
 // unwritten (stage 2 reads none of it) and writes every other block's exactly as with them (the
 // 16x16 blocks on or below the diagonal, CpOptions::lower_inverse_blocks).
 TEST_F(GdnCpGpu, WithoutFinalStatesStageOneSkipsOnlyTheLastChunksInverses) {
   Problem p({1500, 77, 0, 700, 256}, 2, 2, 4, 0.99, 1.0, 181);
   DeviceProblem d(p);
-  const CpOptions options{.max_seqlen = 1500, .chunk_len = 256};
+  // Without the ready tiles: with them stage 1 writes no Tinv at all without final states.
+  const CpOptions options{.max_seqlen = 1500, .chunk_len = 256, .ready_tiles = 0};
   const auto full = run_stages(p, d, options);  // with final states: every block
   const auto& plan = full.view.plan;
   const std::size_t inv = static_cast<std::size_t>(plan.num_seqs * plan.blocks_per_seq() * p.hsab * 64 * 64);

@@ -187,9 +187,56 @@ __device__ __forceinline__ float exp2_ftz(float x) {
 // vectors): the 320 groups of those blocks, row by row, five per thread of the head, so a warp's
 // stores cover whole row segments (block row R has 2 R + 2 groups per row, 16 (R + 1) R groups
 // before it; every boundary is a multiple of 32, so each warp's iteration lies in one block row).
+// CpStageParams::block_map_tiles, 8-column group (i, c0) of the three T tiles of stage 2's wgmma
+// kernel: T = Tinv diag(beta) in fp16 and T diag(exp(gL - G)) as hi + lo in the input type, the
+// same fp32 operations in the same order as that kernel's T build (cp_chunk_maps_sm90.cuh), so
+// its maps come out bit-identical; at core-matrix row (i / 8) * 64 + (c0 / 8) * 8 + i % 8.
+template <class In>
+__device__ __forceinline__ void store_map_tiles(void* tiles, const float (&x)[8], const float* gates, const float* beta,
+                                                int i, int c0) {
+  using E = typename In::T;
+  using Op = Input<CpInputType::kFloat16>;
+  const float g_last = gates[kC - 1];
+  std::uint32_t tk[4], th[4], tl[4];
+#pragma unroll
+  for (int e = 0; e < 8; e += 2) {
+    float t_beta[2], t_gated[2];
+#pragma unroll
+    for (int u = 0; u < 2; ++u) {
+      t_beta[u] = x[e + u] * beta[c0 + e + u];
+      t_gated[u] = t_beta[u] * __expf(g_last - gates[c0 + e + u]);
+    }
+    tk[e / 2] = Op::pack(t_beta[0], t_beta[1]);
+    th[e / 2] = In::pack(t_gated[0], t_gated[1]);
+    const E* rounded = reinterpret_cast<const E*>(&th[e / 2]);
+    tl[e / 2] = In::pack(t_gated[0] - In::to_float(rounded[0]), t_gated[1] - In::to_float(rounded[1]));
+  }
+  uint4* const out = static_cast<uint4*>(tiles);
+  const int q = (i / 8) * 64 + (c0 / 8) * 8 + i % 8;
+  out[q] = make_uint4(tk[0], tk[1], tk[2], tk[3]);
+  out[512 + q] = make_uint4(th[0], th[1], th[2], th[3]);
+  out[1024 + q] = make_uint4(tl[0], tl[1], tl[2], tl[3]);
+}
+
+// CpStageParams::block_k_tiles: the block's K rows as normalised and rounded to the input type
+// (k_rows), in fp16 (exact: stage 2 rounds the same way), core-matrix order.
+template <class In, class Rows>
+__device__ __forceinline__ void store_k_tile(uint4* out, const Rows& k_rows, int thread, int threads) {
+  for (int q = thread; q < kC * kD / 8; q += threads) {
+    const int r = (q / 128) * 8 + q % 8, c = ((q / 8) % 16) * 8;
+    const uint4 raw = *reinterpret_cast<const uint4*>(&k_rows[r][c]);
+    const typename In::T* e = reinterpret_cast<const typename In::T*>(&raw);
+    std::uint32_t h[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) h[j] = Input<CpInputType::kFloat16>::pack(In::to_float(e[2 * j]), In::to_float(e[2 * j + 1]));
+    out[q] = make_uint4(h[0], h[1], h[2], h[3]);
+  }
+}
+
 template <class In>
 __device__ __forceinline__ void store_blocks(const CpStageParams& p, const SolveTile& m, const float* gates,
-                                             const float* beta, std::int64_t row, int thread, bool store_inverse) {
+                                             const float* beta, std::int64_t row, int thread, bool store_inverse,
+                                             bool store_tiles) {
   using E = typename In::T;
   E* const hi = static_cast<E*>(p.block_t_gated) + row * 2 * kC * kC;
   E* const lo = hi + kC * kC;
@@ -207,6 +254,7 @@ __device__ __forceinline__ void store_blocks(const CpStageParams& p, const Solve
       *reinterpret_cast<float4*>(out + i * kC + c0) = x0;
       *reinterpret_cast<float4*>(out + i * kC + c0 + 4) = x1;
     }
+    if (store_tiles) store_map_tiles<In>(static_cast<uint4*>(p.block_map_tiles) + row * 3 * 512, x, gates, beta, i, c0);
     if (p.block_t_gated != nullptr) {
       // T_g[i][c] = Tinv[i][c] beta_c e^{G_i - G_c} (i >= c, else 0), rounded hi + lo: what the
       // prefill kernel's consumers read (prefill_fast_t_gated.cuh computes the same per chunk).
@@ -302,6 +350,18 @@ __global__ void __launch_bounds__(kC * kHeads, kBlocksPerSm<kHeads>) block_inver
   beta[r][tok] = b;
   __syncthreads();
   if (tok >= 32) gates[r][tok] += gates[r][31];
+  // Stage 2 maps no block of a sequence's last chunk when it skips that chunk's map
+  // (CpStageParams::skip_last_chunk_inverse; CTA-uniform).
+  const bool mapped =
+      !(p.skip_last_chunk_inverse && bos + (static_cast<std::int64_t>(block) * kC / p.chunk_len + 1) * p.chunk_len >= eos);
+  // Stage 2's K tile, once per k head (the CTA of its first state head).
+  if (p.block_k_tiles != nullptr && mapped) {
+    const int hk = head0 * p.num_k_heads / p.num_state_heads;
+    if (head0 == (hk * p.num_state_heads + p.num_k_heads - 1) / p.num_k_heads)
+      store_k_tile<In>(static_cast<uint4*>(p.block_k_tiles) +
+                           ((static_cast<std::int64_t>(n) * p.blocks_per_seq + block) * p.num_k_heads + hk) * (kC * kD / 8),
+                       k_rows, threadIdx.x, kC * kHeads);
+  }
   __syncthreads();
 
   // K K^T on every warp, the row tiles i and their column tiles j < i split between them: with
@@ -383,11 +443,10 @@ __global__ void __launch_bounds__(kC * kHeads, kBlocksPerSm<kHeads>) block_inver
   // Stage 2 reads no Tinv of a sequence's last chunk when it skips that chunk's map
   // (CpStageParams::skip_last_chunk_inverse): 1/4 of the fp32 stores at 1x128k 16/32, 1/2 at 16/64
   // 1x64k (CTA-uniform).
-  const bool store_inverse =
-      p.block_inverse != nullptr &&
-      !(p.skip_last_chunk_inverse &&
-        bos + (static_cast<std::int64_t>(block) * kC / p.chunk_len + 1) * p.chunk_len >= eos);
-  store_blocks<In>(p, m, gates[r], beta[r], row, tok, store_inverse);
+  const bool store_inverse = p.block_inverse != nullptr && mapped;
+  const bool store_tiles = p.block_map_tiles != nullptr && mapped;
+  if (store_tiles && tok == 0) p.block_gate_last[row] = gates[r][kC - 1];
+  store_blocks<In>(p, m, gates[r], beta[r], row, tok, store_inverse, store_tiles);
 }
 
 template <CpInputType kInput, int kHeads>

@@ -24,6 +24,7 @@
 
 #include "gdn/cp_launch.h"
 #include "gdn/kernels/cp_chunk_maps_mma_sm90.cuh"
+#include "gdn/kernels/cp_chunk_maps_ready_sm90.cuh"
 #include "gdn/kernels/cp_chunk_maps_wgmma_sm90.cuh"
 #include "gdn/kernels/cp_common_sm90.cuh"
 #include "runtime/once_per_device.h"
@@ -241,7 +242,7 @@ __global__ void __launch_bounds__(kMapThreadsOf<kFp16Operands>, 1) chunk_maps_ke
 
     if constexpr (kFp16Operands) {
       if constexpr (kWgmma) {
-        block_products_wgmma<In>(s, warp, lane);
+        block_products_wgmma<In>(s, s.k, warp, lane);
         fence_proxy_async_shared();  // the A tile is read by wgmma after the barrier
       } else {
         block_products_fp16<In>(s, warp, lane);
@@ -304,7 +305,7 @@ __global__ void __launch_bounds__(kMapThreadsOf<kFp16Operands>, 1) chunk_maps_ke
       // live across the block products: the 8-warp version of this kernel spilled otherwise).
       if constexpr (kPrefetch)
         if (t0 + kC < chunk_end) issue_block_copies(blk + 1);
-      if constexpr (kWgmma) compose_rows_wgmma(s, acc[0], held, decay, rows_of_b, row0, lane);
+      if constexpr (kWgmma) compose_rows_wgmma(s, s.k, acc[0], held, decay, rows_of_b, row0, lane);
       else compose_rows_fp16(s, acc[0], decay, rows_of_b, row0, lane);
     } else {
 #pragma unroll
@@ -407,11 +408,40 @@ void launch_cp_chunk_maps_fp16_operands(const CpStageParams& params, cudaStream_
   else launch_chunk_maps_variant<kInput, false, true>(params, stream);
 }
 
-// The fp16-operand variant on wgmma (instantiations/cp_maps_wgmma.cu).
+// Stage 2 on stage 1's ready tiles (cp_chunk_maps_ready_sm90.cuh).
+template <CpInputType kInput, bool kPrefetch, int kHalves>
+void launch_chunk_maps_ready(const CpStageParams& params, cudaStream_t stream) {
+  constexpr std::size_t smem = sizeof(ChunkMapsReadySmem<typename Input<kInput>::T, kHalves>);
+  static_assert(smem <= (kHalves == 1 ? 227 : 113) * 1024, "chunk-map stage exceeds Hopper shared memory");
+  constexpr auto kernel = chunk_maps_ready_kernel<kInput, kPrefetch, kHalves>;
+  static OncePerDevice once;
+  int device = 0;
+  FASTINFER_CUDA_CHECK(cudaGetDevice(&device));
+  once(device, [] {
+    FASTINFER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+    // Two CTAs per SM need the largest shared-memory carve-out.
+    if constexpr (kHalves == 2)
+      FASTINFER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, 100));
+  });
+  const dim3 grid(params.chunks_per_seq * params.map_splits * kHalves, params.num_state_heads, params.num_seqs);
+  launch_stage(kernel, grid, dim3(kReadyMapThreads<kHalves>), smem, stream, params.programmatic_launch, params);
+}
+
+// The fp16-operand variant on wgmma (instantiations/cp_maps_wgmma.cu); on stage 1's ready tiles
+// when it wrote them (CpStageParams::block_map_tiles).
 template <CpInputType kInput>
 void launch_cp_chunk_maps_wgmma(const CpStageParams& params, cudaStream_t stream) {
-  if (params.prefetch_blocks) launch_chunk_maps_variant<kInput, true, true, true>(params, stream);
-  else launch_chunk_maps_variant<kInput, false, true, true>(params, stream);
+  if (params.block_map_tiles != nullptr && params.ready_tile_halves == 2) {
+    if (params.prefetch_blocks) launch_chunk_maps_ready<kInput, true, 2>(params, stream);
+    else launch_chunk_maps_ready<kInput, false, 2>(params, stream);
+  } else if (params.block_map_tiles != nullptr) {
+    if (params.prefetch_blocks) launch_chunk_maps_ready<kInput, true, 1>(params, stream);
+    else launch_chunk_maps_ready<kInput, false, 1>(params, stream);
+  } else if (params.prefetch_blocks) {
+    launch_chunk_maps_variant<kInput, true, true, true>(params, stream);
+  } else {
+    launch_chunk_maps_variant<kInput, false, true, true>(params, stream);
+  }
 }
 
 }  // namespace fastinfer::gdn::detail::cp

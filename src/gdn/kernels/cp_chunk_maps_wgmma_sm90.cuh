@@ -103,8 +103,9 @@ struct WgmmaN32<__nv_bfloat16> {
 //     Ud = T diag(exp(gL - G)) V   (hi and lo in the input type x V, 8 k16 steps)
 // for all 64 token rows, A into its tile (fp16) and Ud transposed (fp32). Same operands and
 // roundings as block_products_fp16; only the fp32 summation order differs.
+// k: the block's K tile (s.k, or one of the ready-tile kernel's two K buffers).
 template <class In, class Smem>
-__device__ inline void block_products_wgmma(Smem& s, int warp, int lane) {
+__device__ inline void block_products_wgmma(Smem& s, const CoreMatrixTile& k, int warp, int lane) {
   using E = typename In::T;
   using Op = Input<CpInputType::kFloat16>;
   using TileT = CoreTile<kC>;
@@ -125,7 +126,7 @@ __device__ inline void block_products_wgmma(Smem& s, int warp, int lane) {
   cute::warpgroup_arrive();
 #pragma unroll
   for (int ks = 0; ks < 4; ++ks)
-    wgmma_ss<typename WgmmaN32<__half>::Op>(t_desc(s.t_k, ks), kv_desc(s.k, ks), a_acc, std::make_integer_sequence<int, 16>{},
+    wgmma_ss<typename WgmmaN32<__half>::Op>(t_desc(s.t_k, ks), kv_desc(k, ks), a_acc, std::make_integer_sequence<int, 16>{},
                                             ks == 0 ? ScaleOut::Zero : ScaleOut::One);
 #pragma unroll
   for (int ks = 0; ks < 4; ++ks)
@@ -156,8 +157,8 @@ __device__ inline void block_products_wgmma(Smem& s, int warp, int lane) {
 // power-of-two multipliers, so the products are those of compose_rows_fp16 exactly (in fp32's
 // normal range). The caller multiplies by held once at the end.
 template <class Smem>
-__device__ inline void compose_rows_wgmma(const Smem& s, float (&acc)[16][4], float (&held)[2], float decay,
-                                          bool rows_of_b, int r0, int lane) {
+__device__ inline void compose_rows_wgmma(const Smem& s, const CoreMatrixTile& k, float (&acc)[16][4], float (&held)[2],
+                                          float decay, bool rows_of_b, int r0, int lane) {
   using Y64 = cute::SM90::GMMA::MMA_64x64x16_F32F16F16_RS<cute::SM90::GMMA::Major::K, cute::SM90::GMMA::Major::K>;
   using Z128 = cute::SM90::GMMA::MMA_64x128x16_F32F16F16_RS<cute::SM90::GMMA::Major::K, cute::SM90::GMMA::Major::MN>;
   using Op = Input<CpInputType::kFloat16>;
@@ -168,7 +169,7 @@ __device__ inline void compose_rows_wgmma(const Smem& s, float (&acc)[16][4], fl
   const float rs[2] = {fp16_row_scale(row_max[0]), fp16_row_scale(row_max[1])};
   const float acc_rs[2] = {rs[0] * held[0], rs[1] * held[1]};  // acc to the rows' fp16 scale
 
-  const std::uint32_t a_tile = smem_address_of(s.a.bytes), k_tile = smem_address_of(s.k.bytes);
+  const std::uint32_t a_tile = smem_address_of(s.a.bytes), k_tile = smem_address_of(k.bytes);
   // Y starts from the first product (scale-d 0): zero-filled accumulators would be hoisted out of
   // the block loop by the compiler and hold 32 registers through it.
   float y[8][4];
