@@ -9,4 +9,7 @@ target_sources(fastinfer PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/instantiations/prefill_fast_bf16.cu
   ${CMAKE_CURRENT_LIST_DIR}/instantiations/prefill_fast_fp16.cu
   ${CMAKE_CURRENT_LIST_DIR}/instantiations/prefill_fast_chunk_rows.cu
+  ${CMAKE_CURRENT_LIST_DIR}/prefill_short_runner.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/instantiations/prefill_short_bf16.cu
+  ${CMAKE_CURRENT_LIST_DIR}/instantiations/prefill_short_fp16.cu
   ${CMAKE_CURRENT_LIST_DIR}/../ref/gdn_ref.cpp)

@@ -9,6 +9,7 @@
 #include "gdn/cp_plan.h"
 #include "gdn/prefill_params.h"
 #include "gdn/prefill_runner.h"
+#include "gdn/prefill_short_runner.h"
 #include "gdn/prefill_validate.h"
 #include "ref/gdn_ref.h"
 #include "runtime/check.h"
@@ -118,6 +119,7 @@ void prefill(const PrefillArgs& args, Stream stream) {
     detail::prefill_cp(args, shape, ctx, {.max_seqlen = args.max_seqlen});
     return;
   }
+  if (run_prefill_short_if_taken(args, shape, ctx)) return;  // many short sequences: docs/GDN_PREFILL_SHORT.md
   run_prefill_kernel(args, shape, ctx, {});
 }
 

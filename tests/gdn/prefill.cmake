@@ -7,3 +7,4 @@ fastinfer_add_test(gdn_prefill_tests SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/prefill_head_groups_test.cpp)
 fastinfer_add_test(gdn_prefill_gpu_tests GPU SOURCES ${CMAKE_CURRENT_LIST_DIR}/prefill_gpu_test.cu)
 fastinfer_add_test(gdn_prefill_head_groups_gpu_tests GPU SOURCES ${CMAKE_CURRENT_LIST_DIR}/prefill_head_groups_gpu_test.cu)
+fastinfer_add_test(gdn_prefill_short_gpu_tests GPU SOURCES ${CMAKE_CURRENT_LIST_DIR}/prefill_short_gpu_test.cu)
