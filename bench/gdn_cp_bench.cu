@@ -396,8 +396,8 @@ nlohmann::json run_gdn_cp_ready(const BenchOptions& options) {
   cudaStream_t stream;
   FASTINFER_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   nlohmann::json rows = nlohmann::json::array();
-  std::printf("%-16s %6s | %8s %7s %7s %7s %7s | %8s %7s %7s %7s %7s | %8s %7s | %7s %7s %7s\n", "Hq/Hv NxL", "pieces", "cp built",
-              "st1", "st2", "st3", "st4", "cp ready", "st1", "st2", "st3", "st4", "cp halves", "st2", "st2 pf0", "st2 pf1", "floor");
+  std::printf("%-16s %6s | %8s %7s %7s %7s %7s | %8s %7s %7s %7s %7s | %7s %7s %7s\n", "Hq/Hv NxL", "pieces", "cp built",
+              "st1", "st2", "st3", "st4", "cp ready", "st1", "st2", "st3", "st4", "st2 pf0", "st2 pf1", "floor");
   const int warm = 2, reps = options.quick ? 7 : 21;
   for (const CpCase& c : cases) {
     const std::string label = std::to_string(c.hq) + "/" + std::to_string(c.hv) + " " + std::to_string(c.seqs) +
@@ -428,8 +428,8 @@ nlohmann::json run_gdn_cp_ready(const BenchOptions& options) {
     const gdn::PrefillShape shape = gdn::validate_prefill(args);
     auto timed = [&](const std::function<void()>& fn) { return median_ms([&](int) { fn(); }, warm, reps, stream); };
     nlohmann::json row = {{"case", label}};
-    double st[3][4], cp[3];
-    for (int ready = 0; ready < 3; ++ready) {  // built from Tinv, ready tiles, ready tiles on two half-row CTAs
+    double st[2][4], cp[2];
+    for (int ready = 0; ready < 2; ++ready) {  // built from Tinv, ready tiles
       cp[ready] = timed([&] { gdn::detail::prefill_cp(args, shape, ctx, {.max_seqlen = c.len, .ready_tiles = ready}); });
       double cum[3];
       for (int s = 1; s <= 3; ++s)
@@ -437,7 +437,7 @@ nlohmann::json run_gdn_cp_ready(const BenchOptions& options) {
           gdn::detail::run_cp_stages(args, ctx, {.max_seqlen = c.len, .ready_tiles = ready, .map_splits = 0, .last_stage = s});
         });
       st[ready][0] = cum[0], st[ready][1] = cum[1] - cum[0], st[ready][2] = cum[2] - cum[1], st[ready][3] = cp[ready] - cum[2];
-      const char* tag = ready == 0 ? "built" : ready == 1 ? "ready" : "ready_halves";
+      const char* tag = ready ? "ready" : "built";
       row[std::string("cp_ms_") + tag] = cp[ready];
       for (int s = 0; s < 4; ++s) row["stage" + std::to_string(s + 1) + "_ms_" + tag] = st[ready][s];
     }
@@ -450,9 +450,9 @@ nlohmann::json run_gdn_cp_ready(const BenchOptions& options) {
     const auto plan = gdn::detail::run_cp_stages(args, ctx, {.max_seqlen = c.len, .map_splits = 0, .last_stage = 1}).plan;
     const double bytes = static_cast<double>(T) * (2 * c.hq + c.hv + hsab) * 128 * 2 + 2.0 * T * hsab * 4;
     const double floor = floor_ms(bytes, 4.0 * T * c.hv * 128 * 128);
-    std::printf("%-16s %6lld | %8.3f %7.3f %7.3f %7.3f %7.3f | %8.3f %7.3f %7.3f %7.3f %7.3f | %8.3f %7.3f | %7.3f %7.3f %7.4f\n",
+    std::printf("%-16s %6lld | %8.3f %7.3f %7.3f %7.3f %7.3f | %8.3f %7.3f %7.3f %7.3f %7.3f | %7.3f %7.3f %7.4f\n",
                 label.c_str(), static_cast<long long>(plan.map_splits), cp[0], st[0][0], st[0][1], st[0][2], st[0][3], cp[1], st[1][0],
-                st[1][1], st[1][2], st[1][3], cp[2], st[2][1], pf[0], pf[1], floor);
+                st[1][1], st[1][2], st[1][3], pf[0], pf[1], floor);
     row["stage2_ready_no_prefetch_ms"] = pf[0];
     row["stage2_ready_prefetch_ms"] = pf[1];
     row["map_splits"] = plan.map_splits;

@@ -140,7 +140,6 @@ CpStageView launch_stages(const PrefillArgs& a, const ExecContext& ctx, const Cp
     p.block_map_tiles = w.block_map_tiles;
     p.block_k_tiles = w.block_k_tiles;
     p.block_gate_last = w.block_gate_last;
-    p.ready_tile_halves = options.ready_tiles == 2 ? 2 : 1;
     if (final_states == nullptr) p.block_inverse = nullptr;
   }
   p.map_m = w.map_m;

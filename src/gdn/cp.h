@@ -42,8 +42,7 @@ struct CpOptions {
   // With the wgmma stage 2: stage 1 also writes the operands stage 2 built per block (the T tiles,
   // the fp16 K tile, gL; CpStageParams::block_map_tiles) and no fp32 Tinv (unless final_states is
   // asked for: the stage checks), and stage 2 copies them (cp_chunk_maps_ready_sm90.cuh; the same
-  // maps bit for bit). -1 = on (the default rule), 0 = off (stage 2 builds them from Tinv), 1 = on,
-  // 2 = on with stage 2 as two CTAs of half the rows per map piece (two CTAs per SM).
+  // maps bit for bit). -1 = on (the default rule), 0 = off (stage 2 builds them from Tinv), 1 = on.
   int ready_tiles = -1;
   // Stage 1 leaves the Tinv of each sequence's last chunk unwritten when stage 2 composes no map of
   // it (no final_states): 1/4 of its fp32 stores at 1x128k 16/32, 1/2 at 16/64 1x64k.

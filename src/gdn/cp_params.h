@@ -63,8 +63,6 @@ struct CpStageParams {
   void* block_map_tiles = nullptr;
   void* block_k_tiles = nullptr;
   float* block_gate_last = nullptr;
-  // With the ready tiles: 2 = stage 2 as two CTAs of half the rows per map piece (two per SM).
-  int ready_tile_halves = 1;
   float* map_m = nullptr;          // [N * chunks_per_seq * map_splits, Hsab, 128, 128], M of H_out = H_in M + B
   float* map_b = nullptr;          // same shape, B
   float* chunk_states = nullptr;   // [N * chunks_per_seq, Hsab, 128, 128], the state entering each chunk

@@ -39,14 +39,16 @@ CpPlan make_cp_plan(std::int64_t num_seqs, std::int64_t num_state_heads, std::in
 //     waves(N * Hsab * mapped chunks * s) * blocks per piece * kCpMapBlockUs
 //       + mapped chunks * s * fix-up step time
 // `last_chunk_mapped`: whether the last chunk of each sequence is composed too (final_states).
-// Costs re-fitted on the H200 (session 6, cp8 batch 1, the wgmma stage 2 and the 16/32-row fix-up
-// of session 5): a stage-2 block 6.9-7.6 us per CTA at one CTA per SM (1x128k 2.636 ms / 384,
-// 2/8 1x64k 0.448 / 64, 16/64 1x64k 1.826 / 256, 1x8k 0.244 / 32); a fix-up step
+// Costs re-fitted on the H200: a stage-2 block 4.8 us per CTA at one CTA per SM (session 8, cp10
+// batch 3, stage 2 on stage 1's ready tiles: 1x128k 1.795 ms / 384 block times = 4.7, 16/64 1x64k
+// 1.197 / 256 = 4.7, 2/8 1x64k 0.304 / 64 = 4.8, 1x32k 0.463 / 96 = 4.8, 1x8k 0.172 / 32 = 5.4
+// with the launch; 7.0 before it gave the same picks on every bench shape, and so does 4.8); a
+// fix-up step
 // 3 + 0.24 us per (sequence, head) (stage 3 minus ~10 us of launch and first load: 4.9-5.6 us at
-// 8 heads, 10-11 us at 32, 18 us at 64). Session 3's constants (12 us, max(5, 0.6 per pair)) gave
-// the same picks on every benchmark shape; so do these.
+// 8 heads, 10-11 us at 32, 18 us at 64; session 6, cp8 batch 1). Session 3's constants (12 us,
+// max(5, 0.6 per pair)) gave the same picks on every benchmark shape; so do these.
 inline constexpr std::int64_t kCpMinMapBlocks = 4;    // 256 tokens: unmeasured
-inline constexpr double kCpMapBlockUs = 7.0;
+inline constexpr double kCpMapBlockUs = 4.8;
 inline constexpr double kCpFixupStepBaseUs = 3.0;
 inline constexpr double kCpFixupStepPerPairUs = 0.24;
 std::int64_t cp_map_splits(const CpPlan& plan, int sm_count, bool last_chunk_mapped);
@@ -55,8 +57,13 @@ std::int64_t cp_map_splits_at_most(const CpPlan& plan, std::int64_t wanted);
 
 // Whether CP should run (use_cp = Auto): the per-(sequence, head) path keeps fewer than 40 % of the
 // SMs busy (N Hsab < 0.4 SMs) and some sequence has at least kCpAutoMinSeqLen tokens; or at most
-// half of them (N Hsab <= 0.5 SMs) with at least kCpAutoHalfSmsMinSeqLen tokens. The second
-// clause since session 7 (stage 4 without the solve, docs/GDN_CP.md), H200 cp9 batch 4, CP /
+// half of them (N Hsab <= 0.5 SMs) with at least kCpAutoHalfSmsMinSeqLen tokens. Session 8 (stage 2
+// on ready tiles; H200 cp10 batch 3, bench routine gdn_cp_rule, CP / plain ms): at 64 pairs CP now
+// wins from 4k (16/64 1x4k 0.361 / 0.371, 16/32 2x4k 0.372 / 0.377, 2/8 8x4k 0.361 / 0.365; 8k:
+// 16/64 1x8k 0.641 / 0.715, 16/32 2x8k 0.657 / 0.728, 2/8 8x8k 0.638 / 0.709) and still loses at
+// 2k (16/64 1x2k 0.222 / 0.198), so the second clause starts at 4k (was 8k); at 32 pairs the first
+// clause stands (16/32 1x1k 0.115 / 0.099 lost, 1x2k 0.157 / 0.187 and 2/8 4x2k 0.158 / 0.183
+// won). The second clause since session 7 (stage 4 without the solve, docs/GDN_CP.md), H200 cp9 batch 4, CP /
 // plain ms at N Hsab = 64: 16/64 1x8k 0.779 / 0.846, 1x16k 1.467 / 1.645, 1x32k
 // 2.852 / 3.238, 1x64k 5.630 / 6.404, 16/32 2x8k 0.798 / 0.852, 2x32k 2.860 / 3.247, 2/8 8x8k
 // 0.774 / 0.836, 8x32k 2.778 / 3.193; 16/64 1x4k even (0.441 / 0.449), 1x2k lost (0.269 /
@@ -72,7 +79,7 @@ std::int64_t cp_map_splits_at_most(const CpPlan& plan, std::int64_t wanted);
 // (0.219 vs 0.265 ms) and CP at 1x2k (0.374 vs 0.445 ms), hence 2048; shorter sequences with
 // fewer heads are unmeasured.
 inline constexpr std::int64_t kCpAutoMinSeqLen = 2048;
-inline constexpr std::int64_t kCpAutoHalfSmsMinSeqLen = 8192;
+inline constexpr std::int64_t kCpAutoHalfSmsMinSeqLen = 4096;
 // Whether stage 2 prefetches the next block (CpOptions::prefetch_blocks = -1). The mma.sync kernels
 // always gain (1-9 %, H200 session 4). The wgmma kernel gains where the plan cuts chunks into map
 // pieces of >= kCpPrefetchMinPieceBlocks blocks, i.e. where stage 2 fills the GPU (H200 session 6,

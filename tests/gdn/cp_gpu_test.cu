@@ -411,23 +411,20 @@ TEST_F(GdnCpGpu, ReadyTileChunkMapsGiveTheSameBits) {
     for (const bool prefetch : {false, true}) {
       const CpOptions built{.max_seqlen = 2000, .chunk_len = 640, .prefetch_blocks = prefetch, .ready_tiles = 0, .map_splits = 2};
       const auto want = run_stages(p, d, built);
-      for (const int ready_tiles : {1, 2}) {  // one CTA per piece, two of half the rows
-        CpOptions ready = built;
-        ready.ready_tiles = ready_tiles;
-        const auto got = run_stages(p, d, ready);
-        EXPECT_TRUE(same_bits(want.m, got.m)) << variant << " prefetch " << prefetch << " ready " << ready_tiles;
-        EXPECT_TRUE(same_bits(want.b, got.b)) << variant << " prefetch " << prefetch << " ready " << ready_tiles;
-        EXPECT_TRUE(same_bits(want.finals, got.finals)) << variant << " prefetch " << prefetch << " ready " << ready_tiles;
-        double norm = 0;
-        for (double x : got.b) norm += std::isfinite(x) ? x * x : 0;
-        EXPECT_GT(norm, 1.0);
-      }
+      CpOptions ready = built;
+      ready.ready_tiles = 1;
+      const auto got = run_stages(p, d, ready);
+      EXPECT_TRUE(same_bits(want.m, got.m)) << variant << " prefetch " << prefetch;
+      EXPECT_TRUE(same_bits(want.b, got.b)) << variant << " prefetch " << prefetch;
+      EXPECT_TRUE(same_bits(want.finals, got.finals)) << variant << " prefetch " << prefetch;
+      double norm = 0;
+      for (double x : got.b) norm += std::isfinite(x) ? x * x : 0;
+      EXPECT_GT(norm, 1.0);
     }
   }
   Problem q({1, 65, 700, 1500, 0, 833}, 2, 2, 4, 0.99, 1.0, 199);
   q.packed_initial_state(200);
   check_each_stage_and_end_to_end(q, {.max_seqlen = 1500, .chunk_len = 768, .ready_tiles = 1, .map_splits = 3});
-  check_each_stage_and_end_to_end(q, {.max_seqlen = 1500, .chunk_len = 768, .ready_tiles = 2, .map_splits = 3});
 }
 
 // Without final states (the pipeline) stage 1 leaves the Tinv of each sequence's last chunk

@@ -275,7 +275,9 @@ TEST(GdnCpPlan, AutoRule) {
   EXPECT_TRUE(should_use_cp(1, 64, 8192, 132));
   EXPECT_TRUE(should_use_cp(2, 32, 8192, 132));
   EXPECT_TRUE(should_use_cp(8, 8, 32768, 132));
-  EXPECT_FALSE(should_use_cp(1, 64, 4096, 132));   // even at 4k, lost at 2k
+  EXPECT_TRUE(should_use_cp(1, 64, 4096, 132));    // 64 pairs: won at 4k since session 8 (ready tiles)
+  EXPECT_TRUE(should_use_cp(2, 32, 4096, 132));
+  EXPECT_FALSE(should_use_cp(1, 64, 2048, 132));   // lost at 2k (measured, session 8)
   EXPECT_FALSE(should_use_cp(3, 32, 8192, 132));   // 96 pairs: even
   EXPECT_FALSE(should_use_cp(1, 96, 65536, 132));
   EXPECT_TRUE(should_use_cp(1, 48, 8192, 132));    // below 0.4 SMs (interpolated boundary)

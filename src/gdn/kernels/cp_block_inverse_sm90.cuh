@@ -191,20 +191,24 @@ __device__ __forceinline__ float exp2_ftz(float x) {
 // kernel: T = Tinv diag(beta) in fp16 and T diag(exp(gL - G)) as hi + lo in the input type, the
 // same fp32 operations in the same order as that kernel's T build (cp_chunk_maps_sm90.cuh), so
 // its maps come out bit-identical; at core-matrix row (i / 8) * 64 + (c0 / 8) * 8 + i % 8.
+// ratio[c] = exp(gL - G_c), one __expf per column (the value stage 2 computed per column).
 template <class In>
-__device__ __forceinline__ void store_map_tiles(void* tiles, const float (&x)[8], const float* gates, const float* beta,
+__device__ __forceinline__ void store_map_tiles(void* tiles, const float (&x)[8], const float* ratio, const float* beta,
                                                 int i, int c0) {
   using E = typename In::T;
   using Op = Input<CpInputType::kFloat16>;
-  const float g_last = gates[kC - 1];
+  const float4 r0 = *reinterpret_cast<const float4*>(ratio + c0), r1 = *reinterpret_cast<const float4*>(ratio + c0 + 4);
+  const float4 b0 = *reinterpret_cast<const float4*>(beta + c0), b1 = *reinterpret_cast<const float4*>(beta + c0 + 4);
+  const float r_c[8] = {r0.x, r0.y, r0.z, r0.w, r1.x, r1.y, r1.z, r1.w};
+  const float b_c[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
   std::uint32_t tk[4], th[4], tl[4];
 #pragma unroll
   for (int e = 0; e < 8; e += 2) {
     float t_beta[2], t_gated[2];
 #pragma unroll
     for (int u = 0; u < 2; ++u) {
-      t_beta[u] = x[e + u] * beta[c0 + e + u];
-      t_gated[u] = t_beta[u] * __expf(g_last - gates[c0 + e + u]);
+      t_beta[u] = x[e + u] * b_c[e + u];
+      t_gated[u] = t_beta[u] * r_c[e + u];
     }
     tk[e / 2] = Op::pack(t_beta[0], t_beta[1]);
     th[e / 2] = In::pack(t_gated[0], t_gated[1]);
@@ -235,8 +239,8 @@ __device__ __forceinline__ void store_k_tile(uint4* out, const Rows& k_rows, int
 
 template <class In>
 __device__ __forceinline__ void store_blocks(const CpStageParams& p, const SolveTile& m, const float* gates,
-                                             const float* beta, std::int64_t row, int thread, bool store_inverse,
-                                             bool store_tiles) {
+                                             const float* beta, const float* ratio, std::int64_t row, int thread,
+                                             bool store_inverse, bool store_tiles) {
   using E = typename In::T;
   E* const hi = static_cast<E*>(p.block_t_gated) + row * 2 * kC * kC;
   E* const lo = hi + kC * kC;
@@ -254,7 +258,7 @@ __device__ __forceinline__ void store_blocks(const CpStageParams& p, const Solve
       *reinterpret_cast<float4*>(out + i * kC + c0) = x0;
       *reinterpret_cast<float4*>(out + i * kC + c0 + 4) = x1;
     }
-    if (store_tiles) store_map_tiles<In>(static_cast<uint4*>(p.block_map_tiles) + row * 3 * 512, x, gates, beta, i, c0);
+    if (store_tiles) store_map_tiles<In>(static_cast<uint4*>(p.block_map_tiles) + row * 3 * 512, x, ratio, beta, i, c0);
     if (p.block_t_gated != nullptr) {
       // T_g[i][c] = Tinv[i][c] beta_c e^{G_i - G_c} (i >= c, else 0), rounded hi + lo: what the
       // prefill kernel's consumers read (prefill_fast_t_gated.cuh computes the same per chunk).
@@ -316,6 +320,7 @@ __global__ void __launch_bounds__(kC * kHeads, kBlocksPerSm<kHeads>) block_inver
   const auto tile = [&](int h) { return dynamic_smem + h * kTileBytes<kInput>; };
   auto& k_rows = *reinterpret_cast<E(*)[kC][kD + kRowPad]>(tile(0));
   __shared__ alignas(16) float gates[kHeads][kC], beta[kHeads][kC];
+  __shared__ alignas(16) float ratio[kHeads][kC];  // exp(gL - G_c) for stage 2's ready tiles
 
   const int block = blockIdx.x, head0 = blockIdx.y * kHeads, n = blockIdx.z;
   const std::int64_t bos = seq_offset(p, n), eos = seq_offset(p, n + 1);
@@ -406,6 +411,9 @@ __global__ void __launch_bounds__(kC * kHeads, kBlocksPerSm<kHeads>) block_inver
       }
     }
   }
+  // Stage 2's ready tiles: exp(gL - G_c) per column (gates final since the barrier above; read by
+  // store_blocks after the solve's barriers).
+  if (p.block_map_tiles != nullptr && mapped) ratio[r][tok] = __expf(gates[r][kC - 1] - gates[r][tok]);
   __syncthreads();  // K read: A0 overwrites it
   // A0[i][j] = beta_i (K K^T)[i][j] below the diagonal (the solve reads nothing above it).
 #pragma unroll
@@ -446,7 +454,7 @@ __global__ void __launch_bounds__(kC * kHeads, kBlocksPerSm<kHeads>) block_inver
   const bool store_inverse = p.block_inverse != nullptr && mapped;
   const bool store_tiles = p.block_map_tiles != nullptr && mapped;
   if (store_tiles && tok == 0) p.block_gate_last[row] = gates[r][kC - 1];
-  store_blocks<In>(p, m, gates[r], beta[r], row, tok, store_inverse, store_tiles);
+  store_blocks<In>(p, m, gates[r], beta[r], ratio[r], row, tok, store_inverse, store_tiles);
 }
 
 template <CpInputType kInput, int kHeads>

@@ -12,97 +12,22 @@
 // ReadyTileChunkMapsGiveTheSameBits).
 // kPrefetch: block b + 1's copies are issued after block b's products (the T and V tiles are free
 // then; K alternates between two tiles, since the composition of block b still reads its K).
-// kHalves = 2: two CTAs of 256 threads per map piece, CTA `half` owning rows 64 half.. of M and of
-// B (so V and Ud only for head-dim columns 64 half..; A = T K in both), ~108 KB of shared memory
-// and <= 128 registers so that two CTAs share an SM and one's copies, barriers and scalar phases
-// run under the other's products (session 6 measured this split 17-23 % slower when every CTA
-// also built its operands: that duplicated work is stage 1's now).
 #include "gdn/kernels/cp_chunk_maps_wgmma_sm90.cuh"
 #include "gdn/kernels/cp_common_sm90.cuh"
 
 namespace fastinfer::gdn::detail::cp {
 
-template <int kHalves>
-inline constexpr int kReadyMapThreads = 512 / kHalves;  // warpgroups of 64 rows of [M; B]
+inline constexpr int kReadyMapThreads = 512;  // four warpgroups of 64 rows of [M; B], as the wgmma kernel
 
-template <class E, int kHalves>
+template <class E>
 struct ChunkMapsReadySmem {
-  static constexpr int kCols = kD / kHalves;  // head-dim columns of V and Ud this CTA needs
-  CoreTile<kD> k[2];     // K (fp16) of block b in k[b % 2] with prefetch, else k[0]
-  CoreTile<kD> a;        // A = T K, fp16
-  CoreTile<kCols> v;     // V, E (columns kCols half..)
-  CoreTile<kC> t_k;      // T = Tinv diag(beta), fp16
-  CoreTile<kC> t_v[2];   // T diag(exp(gL - G)), hi and lo, E
-  alignas(16) float ud_t[kCols][kC + 8];  // Ud transposed (block_products_wgmma)
+  CoreTile<kD> k[2];    // K (fp16) of block b in k[b % 2] with prefetch, else k[0]
+  CoreTile<kD> a;       // A = T K, fp16
+  CoreTile<kD> v;       // V, E
+  CoreTile<kC> t_k;     // T = Tinv diag(beta), fp16
+  CoreTile<kC> t_v[2];  // T diag(exp(gL - G)), hi and lo, E
+  alignas(16) float ud_t[kD][kC + 8];  // Ud transposed (block_products_wgmma)
 };
-
-// block_products_wgmma for a CTA of two warpgroups that owns head-dim columns 64 half.. of V and
-// Ud (kHalves = 2): warpgroup w computes A's columns 32 w.. and 64 + 32 w.. (all of A: both
-// CTAs' rows need it) and Ud's local columns 32 w..; the same products and k16 order per column.
-template <class In, class Smem>
-__device__ inline void block_products_half_wgmma(Smem& s, const CoreMatrixTile& k, int warp, int lane) {
-  using E = typename In::T;
-  using Op = Input<CpInputType::kFloat16>;
-  using TileT = CoreTile<kC>;
-  using VTile = CoreTile<kD / 2>;
-  const int wg = warp / 4, row = (warp % 4) * 16 + lane / 4, t = lane % 4;
-  auto t_desc = [](const TileT& tile, int ks) {
-    return core_desc(smem_address_of(tile.bytes) + 2 * ks * TileT::kColBlock, TileT::kColBlock, TileT::kRowBlock);
-  };
-  auto k_desc = [&](int col0, int ks) {
-    return core_desc(smem_address_of(k.bytes) + 2 * ks * CoreMatrixTile::kRowBlock + (col0 / 8) * CoreMatrixTile::kColBlock,
-                     CoreMatrixTile::kRowBlock, CoreMatrixTile::kColBlock);
-  };
-  auto v_desc = [&](int col0, int ks) {
-    return core_desc(smem_address_of(s.v.bytes) + 2 * ks * VTile::kRowBlock + (col0 / 8) * VTile::kColBlock, VTile::kRowBlock,
-                     VTile::kColBlock);
-  };
-  using cute::SM90::GMMA::ScaleOut;
-  auto store_a = [&](const float (&a_acc)[4][4], int col0) {
-#pragma unroll
-    for (int nt = 0; nt < 4; ++nt)
-#pragma unroll
-      for (int h = 0; h < 2; ++h)
-        *s.a.template at<std::uint32_t>(row + h * 8, col0 + nt * 8 + 2 * t) = Op::pack(a_acc[nt][2 * h], a_acc[nt][2 * h + 1]);
-  };
-  float a_acc[4][4], ud[4][4];
-  fence_operands(a_acc);
-  fence_operands(ud);
-  cute::warpgroup_arrive();
-#pragma unroll
-  for (int ks = 0; ks < 4; ++ks)
-    wgmma_ss<typename WgmmaN32<__half>::Op>(t_desc(s.t_k, ks), k_desc(32 * wg, ks), a_acc, std::make_integer_sequence<int, 16>{},
-                                            ks == 0 ? ScaleOut::Zero : ScaleOut::One);
-#pragma unroll
-  for (int ks = 0; ks < 4; ++ks)
-#pragma unroll
-    for (int part = 0; part < 2; ++part)
-      wgmma_ss<typename WgmmaN32<E>::Op>(t_desc(s.t_v[part], ks), v_desc(32 * wg, ks), ud, std::make_integer_sequence<int, 16>{},
-                                         ks + part == 0 ? ScaleOut::Zero : ScaleOut::One);
-  cute::warpgroup_commit_batch();
-  cute::warpgroup_wait<0>();
-  fence_operands(a_acc);
-  fence_operands(ud);
-  store_a(a_acc, 32 * wg);
-#pragma unroll
-  for (int nt = 0; nt < 4; ++nt)
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int r = row + h * 8, c = 32 * wg + nt * 8 + 2 * t;
-      s.ud_t[c][r] = ud[nt][2 * h];
-      s.ud_t[c + 1][r] = ud[nt][2 * h + 1];
-    }
-  fence_operands(a_acc);
-  cute::warpgroup_arrive();
-#pragma unroll
-  for (int ks = 0; ks < 4; ++ks)
-    wgmma_ss<typename WgmmaN32<__half>::Op>(t_desc(s.t_k, ks), k_desc(64 + 32 * wg, ks), a_acc,
-                                            std::make_integer_sequence<int, 16>{}, ks == 0 ? ScaleOut::Zero : ScaleOut::One);
-  cute::warpgroup_commit_batch();
-  cute::warpgroup_wait<0>();
-  fence_operands(a_acc);
-  store_a(a_acc, 64 + 32 * wg);
-}
 
 // Whether 16-byte row q of a 64 x 64 tile in core-matrix order lies in a 16x16 block above the
 // diagonal (never written by stage 1, zero in T).
@@ -114,16 +39,15 @@ __device__ inline bool upper_core_row(int q) {
 // per core matrix of 8 rows: CoreTile's 144-byte column blocks).
 __device__ inline int core_row_offset(int q) { return (q + q / 8) * 16; }
 
-template <CpInputType kInput, bool kPrefetch, int kHalves>
-__global__ void __launch_bounds__(kReadyMapThreads<kHalves>, kHalves) chunk_maps_ready_kernel(const CpStageParams p) {
-  constexpr int kThreads = kReadyMapThreads<kHalves>, kWarps = kThreads / 32;
-  constexpr int kCols = kD / kHalves;
+template <CpInputType kInput, bool kPrefetch>
+__global__ void __launch_bounds__(kReadyMapThreads, 1) chunk_maps_ready_kernel(const CpStageParams p) {
+  constexpr int kThreads = kReadyMapThreads, kWarps = kThreads / 32;
   using In = Input<kInput>;
   using E = typename In::T;
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  auto& s = *reinterpret_cast<ChunkMapsReadySmem<E, kHalves>*>(smem_raw);
+  auto& s = *reinterpret_cast<ChunkMapsReadySmem<E>*>(smem_raw);
 
-  const int piece = blockIdx.x / kHalves, half = blockIdx.x % kHalves, h = blockIdx.y, n = blockIdx.z;
+  const int piece = blockIdx.x, h = blockIdx.y, n = blockIdx.z;
   const int piece_len = p.chunk_len / p.map_splits, chunk = piece / p.map_splits;
   wait_for_previous_stage();
   const std::int64_t bos = seq_offset(p, n), eos = seq_offset(p, n + 1);
@@ -135,20 +59,19 @@ __global__ void __launch_bounds__(kReadyMapThreads<kHalves>, kHalves) chunk_maps
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const bool rows_of_b = warp >= kWarps / 2;
-  // This warp's 16 rows of M or B: local row0 among the CTA's, row0 + kCols half of the map.
-  const int row0 = (warp % (kWarps / 2)) * 16, map_row0 = row0 + kCols * half;
+  const int row0 = (warp % (kWarps / 2)) * 16;
   float acc[16][4];  // M = I, B = 0 (layout as chunk_maps_kernel)
 #pragma unroll
   for (int nt = 0; nt < 16; ++nt)
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      const int r = map_row0 + g + (e / 2) * 8, c = nt * 8 + 2 * t + (e % 2);
+      const int r = row0 + g + (e / 2) * 8, c = nt * 8 + 2 * t + (e % 2);
       acc[nt][e] = (!rows_of_b && r == c) ? 1.f : 0.f;
     }
   float held[2] = {1.f, 1.f};
 
   const int hk = h * p.num_k_heads / p.num_state_heads, hv = h * p.num_v_heads / p.num_state_heads;
-  const E* v_head = static_cast<const E*>(p.v) + static_cast<std::int64_t>(hv) * p.v_stride_head + kCols * half;
+  const E* v_head = static_cast<const E*>(p.v) + static_cast<std::int64_t>(hv) * p.v_stride_head;
   const std::int64_t block0 = static_cast<std::int64_t>(n) * p.blocks_per_seq + static_cast<std::int64_t>(piece) * (piece_len / kC);
 
   // The T tiles' 16x16 blocks above the diagonal: zero, never copied (visible after the first
@@ -170,9 +93,9 @@ __global__ void __launch_bounds__(kReadyMapThreads<kHalves>, kHalves) chunk_maps
     const cute::uint128_t* tiles =
         static_cast<const cute::uint128_t*>(p.block_map_tiles) + (brow * p.num_state_heads + h) * 3 * 512;
 #pragma unroll
-    for (int i = 0; i < 3 * 512 / kThreads; ++i) {
+    for (int i = 0; i < 3; ++i) {
       const int q = tid + i * kThreads, qq = q % 512;
-      unsigned char* tile = q < 512 ? s.t_k.bytes : s.t_v[q / 512 - 1].bytes;
+      unsigned char* tile = i == 0 ? s.t_k.bytes : s.t_v[i - 1].bytes;  // kThreads == 512: tile i
       if (!upper_core_row(qq))
         cute::SM80_CP_ASYNC_CACHEALWAYS<cute::uint128_t>::copy(tiles[q], *reinterpret_cast<cute::uint128_t*>(tile + core_row_offset(qq)));
     }
@@ -186,8 +109,8 @@ __global__ void __launch_bounds__(kReadyMapThreads<kHalves>, kHalves) chunk_maps
     }
     // V rows in 8-byte pieces (the alignment validate_cp guarantees), rows past len zero-filled.
 #pragma unroll
-    for (int i = 0; i < kC * kCols / 4 / kThreads; ++i) {
-      const int q = tid + i * kThreads, r = q / (kCols / 4), c = (q % (kCols / 4)) * 4;
+    for (int i = 0; i < kC * kD / 4 / kThreads; ++i) {
+      const int q = tid + i * kThreads, r = q / (kD / 4), c = (q % (kD / 4)) * 4;
       cute::SM80_CP_ASYNC_CACHEALWAYS_ZFILL<std::uint64_t>::copy(
           *reinterpret_cast<const std::uint64_t*>(v_head + (t0 + (r < len ? r : 0)) * p.v_stride_token + c),
           *s.v.template at<std::uint64_t>(r, c), r < len);
@@ -206,8 +129,7 @@ __global__ void __launch_bounds__(kReadyMapThreads<kHalves>, kHalves) chunk_maps
     cute::cp_async_wait<0>();
     fence_proxy_async_shared();  // the copied tiles are read by wgmma after the barrier
     __syncthreads();
-    if constexpr (kHalves == 1) block_products_wgmma<In>(s, s.k[k_buf], warp, lane);
-    else block_products_half_wgmma<In>(s, s.k[k_buf], warp, lane);
+    block_products_wgmma<In>(s, s.k[k_buf], warp, lane);
     fence_proxy_async_shared();  // the A tile is read by wgmma after the barrier
     __syncthreads();
     // T and V are consumed: load the next block behind this one's composition (its K into the
@@ -222,9 +144,9 @@ __global__ void __launch_bounds__(kReadyMapThreads<kHalves>, kHalves) chunk_maps
 #pragma unroll
   for (int nt = 0; nt < 16; ++nt)
 #pragma unroll
-    for (int hh = 0; hh < 2; ++hh) {
-      const int r = map_row0 + g + hh * 8, c = nt * 8 + 2 * t;
-      *reinterpret_cast<float2*>(out + r * kD + c) = make_float2(acc[nt][2 * hh] * held[hh], acc[nt][2 * hh + 1] * held[hh]);
+    for (int half = 0; half < 2; ++half) {
+      const int r = row0 + g + half * 8, c = nt * 8 + 2 * t;
+      *reinterpret_cast<float2*>(out + r * kD + c) = make_float2(acc[nt][2 * half] * held[half], acc[nt][2 * half + 1] * held[half]);
     }
 }
 

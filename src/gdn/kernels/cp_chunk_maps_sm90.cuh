@@ -409,34 +409,28 @@ void launch_cp_chunk_maps_fp16_operands(const CpStageParams& params, cudaStream_
 }
 
 // Stage 2 on stage 1's ready tiles (cp_chunk_maps_ready_sm90.cuh).
-template <CpInputType kInput, bool kPrefetch, int kHalves>
+template <CpInputType kInput, bool kPrefetch>
 void launch_chunk_maps_ready(const CpStageParams& params, cudaStream_t stream) {
-  constexpr std::size_t smem = sizeof(ChunkMapsReadySmem<typename Input<kInput>::T, kHalves>);
-  static_assert(smem <= (kHalves == 1 ? 227 : 113) * 1024, "chunk-map stage exceeds Hopper shared memory");
-  constexpr auto kernel = chunk_maps_ready_kernel<kInput, kPrefetch, kHalves>;
+  constexpr std::size_t smem = sizeof(ChunkMapsReadySmem<typename Input<kInput>::T>);
+  static_assert(smem <= 227 * 1024, "chunk-map stage exceeds Hopper shared memory");
+  constexpr auto kernel = chunk_maps_ready_kernel<kInput, kPrefetch>;
   static OncePerDevice once;
   int device = 0;
   FASTINFER_CUDA_CHECK(cudaGetDevice(&device));
   once(device, [] {
     FASTINFER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
-    // Two CTAs per SM need the largest shared-memory carve-out.
-    if constexpr (kHalves == 2)
-      FASTINFER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, 100));
   });
-  const dim3 grid(params.chunks_per_seq * params.map_splits * kHalves, params.num_state_heads, params.num_seqs);
-  launch_stage(kernel, grid, dim3(kReadyMapThreads<kHalves>), smem, stream, params.programmatic_launch, params);
+  const dim3 grid(params.chunks_per_seq * params.map_splits, params.num_state_heads, params.num_seqs);
+  launch_stage(kernel, grid, dim3(kReadyMapThreads), smem, stream, params.programmatic_launch, params);
 }
 
 // The fp16-operand variant on wgmma (instantiations/cp_maps_wgmma.cu); on stage 1's ready tiles
 // when it wrote them (CpStageParams::block_map_tiles).
 template <CpInputType kInput>
 void launch_cp_chunk_maps_wgmma(const CpStageParams& params, cudaStream_t stream) {
-  if (params.block_map_tiles != nullptr && params.ready_tile_halves == 2) {
-    if (params.prefetch_blocks) launch_chunk_maps_ready<kInput, true, 2>(params, stream);
-    else launch_chunk_maps_ready<kInput, false, 2>(params, stream);
-  } else if (params.block_map_tiles != nullptr) {
-    if (params.prefetch_blocks) launch_chunk_maps_ready<kInput, true, 1>(params, stream);
-    else launch_chunk_maps_ready<kInput, false, 1>(params, stream);
+  if (params.block_map_tiles != nullptr) {
+    if (params.prefetch_blocks) launch_chunk_maps_ready<kInput, true>(params, stream);
+    else launch_chunk_maps_ready<kInput, false>(params, stream);
   } else if (params.prefetch_blocks) {
     launch_chunk_maps_variant<kInput, true, true, true>(params, stream);
   } else {
