@@ -67,8 +67,9 @@ struct PrefillArgs {
   UseCp use_cp = UseCp::kAuto;
   // Optional host-side hint: the longest sequence of the call (serving frameworks know the
   // lengths on the host). 0 = unknown: the total token count T is the bound, which sizes the CP
-  // chunks, grids and workspace as if one sequence held every token. It sizes the CP plan only:
-  // a sequence longer than the hint is still computed exactly, its tail more slowly.
+  // chunks, grids and workspace as if one sequence held every token. It sizes the CP plan, and a
+  // hint in (0, 64] on a call without states or checkpoints selects the short-sequence kernels
+  // (docs/GDN_PREFILL_SHORT.md). A sequence longer than the hint is still computed exactly, more slowly.
   std::int64_t max_seqlen = 0;
 };
 
