@@ -396,8 +396,8 @@ nlohmann::json run_gdn_cp_ready(const BenchOptions& options) {
   cudaStream_t stream;
   FASTINFER_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   nlohmann::json rows = nlohmann::json::array();
-  std::printf("%-16s %6s | %8s %7s %7s %7s %7s | %8s %7s %7s %7s %7s | %7s %7s %7s\n", "Hq/Hv NxL", "pieces", "cp built",
-              "st1", "st2", "st3", "st4", "cp ready", "st1", "st2", "st3", "st4", "st2 pf0", "st2 pf1", "floor");
+  std::printf("%-16s %6s | %8s %7s %7s %7s %7s | %8s %7s %7s %7s %7s | %7s %7s | %7s %7s %7s\n", "Hq/Hv NxL", "pieces", "cp built",
+              "st1", "st2", "st3", "st4", "cp ready", "st1", "st2", "st3", "st4", "st3 r8", "st3 r16", "st2 pf0", "st2 pf1", "floor");
   const int warm = 2, reps = options.quick ? 7 : 21;
   for (const CpCase& c : cases) {
     const std::string label = std::to_string(c.hq) + "/" + std::to_string(c.hv) + " " + std::to_string(c.seqs) +
@@ -441,6 +441,14 @@ nlohmann::json run_gdn_cp_ready(const BenchOptions& options) {
       row[std::string("cp_ms_") + tag] = cp[ready];
       for (int s = 0; s < 4; ++s) row["stage" + std::to_string(s + 1) + "_ms_" + tag] = st[ready][s];
     }
+    // Stage 3 with 8 and 16 rows per CTA (CpOptions::fixup_rows; the rule picks 16 or 32).
+    double fix[2];
+    for (int i = 0; i < 2; ++i)
+      fix[i] = timed([&] {
+                 gdn::detail::run_cp_stages(args, ctx, {.max_seqlen = c.len, .map_splits = 0, .last_stage = 3, .fixup_rows = 8 << i});
+               }) - (st[1][0] + st[1][1]);
+    row["stage3_rows8_ms"] = fix[0];
+    row["stage3_rows16_ms"] = fix[1];
     double pf[2];
     for (int on = 0; on < 2; ++on)
       pf[on] = timed([&] {
@@ -450,9 +458,9 @@ nlohmann::json run_gdn_cp_ready(const BenchOptions& options) {
     const auto plan = gdn::detail::run_cp_stages(args, ctx, {.max_seqlen = c.len, .map_splits = 0, .last_stage = 1}).plan;
     const double bytes = static_cast<double>(T) * (2 * c.hq + c.hv + hsab) * 128 * 2 + 2.0 * T * hsab * 4;
     const double floor = floor_ms(bytes, 4.0 * T * c.hv * 128 * 128);
-    std::printf("%-16s %6lld | %8.3f %7.3f %7.3f %7.3f %7.3f | %8.3f %7.3f %7.3f %7.3f %7.3f | %7.3f %7.3f %7.4f\n",
+    std::printf("%-16s %6lld | %8.3f %7.3f %7.3f %7.3f %7.3f | %8.3f %7.3f %7.3f %7.3f %7.3f | %7.3f %7.3f | %7.3f %7.3f %7.4f\n",
                 label.c_str(), static_cast<long long>(plan.map_splits), cp[0], st[0][0], st[0][1], st[0][2], st[0][3], cp[1], st[1][0],
-                st[1][1], st[1][2], st[1][3], pf[0], pf[1], floor);
+                st[1][1], st[1][2], st[1][3], fix[0], fix[1], pf[0], pf[1], floor);
     row["stage2_ready_no_prefetch_ms"] = pf[0];
     row["stage2_ready_prefetch_ms"] = pf[1];
     row["map_splits"] = plan.map_splits;

@@ -159,7 +159,7 @@ CpStageView launch_stages(const PrefillArgs& a, const ExecContext& ctx, const Cp
   // Stage 2 composes no map of a sequence's last chunk unless final_states is asked for.
   p.skip_last_chunk_inverse = final_states == nullptr && options.skip_last_chunk_inverse;
   p.lower_inverse_blocks = options.lower_inverse_blocks;
-  p.fixup_rows = options.fixup_rows == 16 || options.fixup_rows == 32 ? options.fixup_rows
+  p.fixup_rows = options.fixup_rows == 8 || options.fixup_rows == 16 || options.fixup_rows == 32 ? options.fixup_rows
                                                                       : cp_fixup_rows(plan, info.sm_count);
 
   const int input = a.k.dtype == DType::kFloat16 ? 1 : 0;

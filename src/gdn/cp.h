@@ -61,7 +61,7 @@ struct CpOptions {
   // stages 1-2, rerunning only the fix-up from this call's initial state: the distributed prefill
   // computes the chunk maps before its exchange and the local prefill after it.
   int first_stage = 1;
-  // Stage 3 rows per CTA (16 or 32); 0 = cp_fixup_rows (src/gdn/cp_plan.cpp).
+  // Stage 3 rows per CTA (8, 16 or 32); 0 = cp_fixup_rows (src/gdn/cp_plan.cpp).
   int fixup_rows = 0;
   // Stage 4 on the prefill kernel without the in-kernel solve (its wgmma consumers): -1 = always;
   // where the plan may not cover every sequence (N > 1 with a max_seqlen hint:

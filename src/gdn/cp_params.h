@@ -87,7 +87,7 @@ struct CpStageParams {
   bool fp16_operands = false;
   // With fp16_operands: the stage-2 products as wgmma (cp_chunk_maps_wgmma_sm90.cuh) instead of mma.sync.
   bool wgmma_maps = false;
-  int fixup_rows = 32;  // stage 3 rows per CTA: 16 or 32 (128 / fixup_rows CTAs per sequence and head)
+  int fixup_rows = 32;  // stage 3 rows per CTA: 8, 16 or 32 (128 / fixup_rows CTAs per sequence and head)
 };
 
 }  // namespace fastinfer::gdn::detail

@@ -54,7 +54,8 @@ bool cp_prefetch_blocks(const CpPlan& plan, bool wgmma_maps, bool ready_tiles) {
 }
 
 int cp_fixup_rows(const CpPlan& plan, int sm_count) {
-  return plan.num_seqs * plan.num_state_heads * 4 * 2 >= sm_count ? 32 : 16;
+  const std::int64_t pairs = plan.num_seqs * plan.num_state_heads;
+  return pairs * 4 * 2 >= sm_count ? 32 : pairs * 16 <= sm_count ? 8 : 16;
 }
 
 bool cp_plan_covers_tokens(const CpPlan& plan, std::int64_t total_tokens) {

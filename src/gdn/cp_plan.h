@@ -88,11 +88,14 @@ inline constexpr std::int64_t kCpAutoHalfSmsMinSeqLen = 4096;
 // 4-block pieces (1x1k 0.032 -> 0.035).
 inline constexpr std::int64_t kCpPrefetchMinPieceBlocks = 8;
 // The stage 2 on stage 1's ready tiles (CpOptions::ready_tiles) prefetches always: its copies go
-// straight into the tiles, nothing is held in registers (unmeasured).
+// straight into the tiles, nothing is held in registers (H200 cp10 batches 2-4: faster at every
+// bench row, 1x128k 1.894 -> 1.814 ms, 1x8k 0.174 -> 0.161, 1x1k even).
 bool cp_prefetch_blocks(const CpPlan& plan, bool wgmma_maps, bool ready_tiles = false);
 // Stage 3 rows per CTA: 32 (4 CTAs per sequence and head, a quarter of the L2 traffic of M per
-// step) when that still puts a CTA on at least every other SM, else 16. H200 (cp7 batch 3): 32
-// rows faster at 16/32 and 16/64 (1x128k 0.136 vs 0.142 ms), 16 rows at 2/8 (0.091 vs 0.160).
+// step) when that still puts a CTA on at least every other SM; 8 (16 CTAs of one row per thread)
+// when those 16 N Hsab CTAs fit one wave; else 16. H200 (cp7 batch 3): 32 rows faster at 16/32 and
+// 16/64 (1x128k 0.136 vs 0.142 ms), 16 rows at 2/8 (0.091 vs 0.160); cp10 batch 4: 8 rows at 2/8
+// 1x8k 0.087 vs 0.090 ms, 1x64k 0.087 vs 0.091, slower from 32 pairs (16/32 2x8k 0.085 vs 0.047).
 int cp_fixup_rows(const CpPlan& plan, int sm_count);
 
 // Whether every sequence of a call with total_tokens packed tokens fits the plan (chunks_per_seq x

@@ -258,13 +258,14 @@ TEST_F(GdnCpGpu, WgmmaChunkMapsAgreeWithMmaSync) {
   }
 }
 
-// Stage 3 with 16 and 32 rows per CTA (CpOptions::fixup_rows): every element is the same fmaf
+// Stage 3 with 8, 16 and 32 rows per CTA (CpOptions::fixup_rows): every element is the same fmaf
 // chain, so the chunk-entry and final states agree bit for bit; map pieces, a pool state with a
 // negative slot case covered by the problem's ragged lengths, and the stage checks for each.
 TEST_F(GdnCpGpu, FixupRowGroupsGiveTheSameBits) {
   Problem p({1, 65, 700, 1500, 0, 833}, 2, 2, 4, 0.99, 1.0, 91);
   p.pool_initial_state(92);
   DeviceProblem d(p);
+  const auto rows8 = run_stages(p, d, {.max_seqlen = 1500, .chunk_len = 256, .map_splits = 2, .fixup_rows = 8});
   const auto rows16 = run_stages(p, d, {.max_seqlen = 1500, .chunk_len = 256, .map_splits = 2, .fixup_rows = 16});
   const auto rows32 = run_stages(p, d, {.max_seqlen = 1500, .chunk_len = 256, .map_splits = 2, .fixup_rows = 32});
   auto same_bits = [](const std::vector<double>& x, const std::vector<double>& y) {
@@ -272,7 +273,9 @@ TEST_F(GdnCpGpu, FixupRowGroupsGiveTheSameBits) {
   };
   EXPECT_TRUE(same_bits(rows16.states, rows32.states));
   EXPECT_TRUE(same_bits(rows16.finals, rows32.finals));
-  for (int rows : {16, 32}) {
+  EXPECT_TRUE(same_bits(rows8.states, rows32.states));
+  EXPECT_TRUE(same_bits(rows8.finals, rows32.finals));
+  for (int rows : {8, 16, 32}) {
     Problem q({300, 1000, 129}, 4, 1, 1, 0.02, 0.1, 93, DType::kFloat16);
     q.packed_initial_state(94);
     check_each_stage_and_end_to_end(q, {.max_seqlen = 1000, .chunk_len = 128, .fixup_rows = rows});

@@ -252,6 +252,18 @@ TEST(GdnCpPlan, PrefetchRule) {
   EXPECT_TRUE(prefetch(1, 32, 8192, false));    // mma.sync: always
 }
 
+// Stage 3 rows per CTA (cp_fixup_rows) and the ready-tile stage 2's prefetch (always on).
+TEST(GdnCpPlan, FixupRowsAndReadyTilePrefetch) {
+  using gdn::detail::cp_fixup_rows;
+  using gdn::detail::cp_prefetch_blocks;
+  using gdn::detail::make_cp_plan;
+  EXPECT_EQ(cp_fixup_rows(make_cp_plan(1, 32, 131072, 132), 132), 32);  // 128 CTAs of 32 rows
+  EXPECT_EQ(cp_fixup_rows(make_cp_plan(1, 64, 65536, 132), 132), 32);
+  EXPECT_EQ(cp_fixup_rows(make_cp_plan(1, 8, 65536, 132), 132), 8);    // 8 pairs x 16 CTAs of 8 rows
+  EXPECT_EQ(cp_fixup_rows(make_cp_plan(2, 8, 8192, 132), 132), 16);    // 16 pairs: 256 CTAs of 8 would be two waves
+  EXPECT_TRUE(cp_prefetch_blocks(make_cp_plan(1, 32, 8192, 132), true, true));  // one piece per chunk too
+}
+
 // Stage 4 runs without the in-kernel solve only where no sequence can be longer than the plan.
 TEST(GdnCpPlan, PlanCoversTokensOnlyWhenNoSequenceCanRunPastIt) {
   using gdn::detail::cp_plan_covers_tokens;

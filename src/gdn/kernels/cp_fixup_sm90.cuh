@@ -16,11 +16,14 @@ namespace fastinfer::gdn::detail::cp {
 // groups mean less L2 traffic per step (the 8-row step cost ~0.6 us per head: 21 us at 32 heads,
 // H200; 32 rows: ~10 us, 1x128k stage 3 0.259 -> 0.137 ms). The next half of M is in flight while
 // the current one is multiplied.
+// kRows = 8 (session 8): one row per thread instead of a pair, 128 threads, twice the CTAs of 16
+// rows for the same registers (few heads: 8 heads x 16 CTAs still fit one wave).
 template <int kRows>
 struct Fixup {
-  static_assert(kRows == 16 || kRows == 32, "row pairs of 16 threads, 128 / kRows groups");
+  static_assert(kRows == 8 || kRows == 16 || kRows == 32, "row pairs (one row at 8) of 16 threads, 128 / kRows groups");
   static constexpr int kGroups = kD / kRows;
-  static constexpr int kThreads = 8 * kRows;  // 16 threads per row pair (rows r, r + kRows / 2), 8 columns each
+  static constexpr int kRowsPerThread = kRows == 8 ? 1 : 2;  // rows r and r + kRows / 2
+  static constexpr int kThreads = 16 * kRows / kRowsPerThread;  // 16 threads per row (pair), 8 columns each
   static constexpr int kQuads = kD / 2 * kD / 4 / kThreads;  // float4 of one half of M per thread
 };
 
@@ -40,6 +43,7 @@ __device__ inline float load_state_element(const void* base, CpStateType type, s
 template <int kRows>
 __global__ void __launch_bounds__(Fixup<kRows>::kThreads) fixup_kernel(const CpStageParams p) {
   constexpr int kFixupThreads = Fixup<kRows>::kThreads, kFixupQuads = Fixup<kRows>::kQuads, kHalfRows = kRows / 2;
+  constexpr int kR = Fixup<kRows>::kRowsPerThread;
   __shared__ alignas(16) float rows_k[kRows][kD];   // the entering state of the group's rows
   __shared__ alignas(16) float m_half[kD / 2][kD];       // half of M_q
   const int group = blockIdx.x, h = blockIdx.y, n = blockIdx.z;
@@ -71,13 +75,13 @@ __global__ void __launch_bounds__(Fixup<kRows>::kThreads) fixup_kernel(const CpS
   const int splits = p.map_splits, piece_len = p.chunk_len / splits;
   const int pieces = static_cast<int>(min((eos - bos + piece_len - 1) / piece_len, static_cast<std::int64_t>(p.chunks_per_seq) * splits));
   const int r = threadIdx.x / 16, j0 = (threadIdx.x % 16) * 8;
-  const int row[2] = {group * kRows + r, group * kRows + r + kHalfRows};
+  const int row[2] = {group * kRows + r, group * kRows + r + kHalfRows};  // row[1] only with row pairs
 
-  float state[2][8];
+  float state[kR][8];
   const int slot = p.state_indices ? p.state_indices[n] : n;
   const bool has_state = p.initial_state != nullptr && slot >= 0 && slot < p.initial_state_num_slots;
 #pragma unroll
-  for (int i = 0; i < 2; ++i) {
+  for (int i = 0; i < kR; ++i) {
     const std::int64_t base = slot * p.initial_state_slot_stride + (static_cast<std::int64_t>(h) * kD + row[i]) * kD + j0;
 #pragma unroll
     for (int j = 0; j < 8; ++j) state[i][j] = has_state ? load_state_element(p.initial_state, p.initial_state_type, base + j) : 0.f;
@@ -94,7 +98,7 @@ __global__ void __launch_bounds__(Fixup<kRows>::kThreads) fixup_kernel(const CpS
   };
   auto write_state = [&](float* base) {
 #pragma unroll
-    for (int i = 0; i < 2; ++i) {
+    for (int i = 0; i < kR; ++i) {
       float* out = base + row[i] * kD + j0;
       *reinterpret_cast<float4*>(out) = make_float4(state[i][0], state[i][1], state[i][2], state[i][3]);
       *reinterpret_cast<float4*>(out + 4) = make_float4(state[i][4], state[i][5], state[i][6], state[i][7]);
@@ -110,9 +114,9 @@ __global__ void __launch_bounds__(Fixup<kRows>::kThreads) fixup_kernel(const CpS
       if (c == chunks - 1 && p.final_states == nullptr) break;
     }
     const std::int64_t map = map_offset(q);
-    float next[2][8];
+    float next[kR][8];
 #pragma unroll
-    for (int i = 0; i < 2; ++i) {
+    for (int i = 0; i < kR; ++i) {
       const float* b = p.map_b + map + row[i] * kD + j0;
       const float4 b0 = __ldg(reinterpret_cast<const float4*>(b)), b1 = __ldg(reinterpret_cast<const float4*>(b + 4));
       next[i][0] = b0.x, next[i][1] = b0.y, next[i][2] = b0.z, next[i][3] = b0.w;
@@ -123,7 +127,7 @@ __global__ void __launch_bounds__(Fixup<kRows>::kThreads) fixup_kernel(const CpS
       __syncthreads();  // the previous half (or step) is no longer read from m_half and rows_k
       if (half == 0) {
 #pragma unroll
-        for (int i = 0; i < 2; ++i)
+        for (int i = 0; i < kR; ++i)
 #pragma unroll
           for (int j = 0; j < 8; ++j) rows_k[r + kHalfRows * i][j0 + j] = state[i][j];
       }
@@ -138,7 +142,7 @@ __global__ void __launch_bounds__(Fixup<kRows>::kThreads) fixup_kernel(const CpS
         const float4 m0 = *reinterpret_cast<const float4*>(&m_half[k][j0]);
         const float4 m1 = *reinterpret_cast<const float4*>(&m_half[k][j0 + 4]);
 #pragma unroll
-        for (int i = 0; i < 2; ++i) {
+        for (int i = 0; i < kR; ++i) {
           const float xk = rows_k[r + kHalfRows * i][half * (kD / 2) + k];
           next[i][0] = fmaf(xk, m0.x, next[i][0]);
           next[i][1] = fmaf(xk, m0.y, next[i][1]);
@@ -152,7 +156,7 @@ __global__ void __launch_bounds__(Fixup<kRows>::kThreads) fixup_kernel(const CpS
       }
     }
 #pragma unroll
-    for (int i = 0; i < 2; ++i)
+    for (int i = 0; i < kR; ++i)
 #pragma unroll
       for (int j = 0; j < 8; ++j) state[i][j] = next[i][j];
   }
@@ -168,7 +172,8 @@ inline void launch_cp_fixup_impl(const CpStageParams& params, cudaStream_t strea
     const dim3 grid(F::kGroups, params.num_state_heads, params.num_seqs);
     cp::launch_stage(cp::fixup_kernel<decltype(rows)::value>, grid, dim3(F::kThreads), 0, stream, params.programmatic_launch, params);
   };
-  if (params.fixup_rows == 16) launch(std::integral_constant<int, 16>{});
+  if (params.fixup_rows == 8) launch(std::integral_constant<int, 8>{});
+  else if (params.fixup_rows == 16) launch(std::integral_constant<int, 16>{});
   else launch(std::integral_constant<int, 32>{});
 }
 }  // namespace fastinfer::gdn::detail
