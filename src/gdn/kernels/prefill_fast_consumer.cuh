@@ -137,10 +137,10 @@ __device__ __forceinline__ void prepare_consumer_share(unsigned char* stage, Con
   if (prep != ConsumerPrep::kNone) compute_p_consumer_share<kType>(stage, warp, lane);
 }
 
-// X^T = V^T - (S K^T) diag(e^G) from acc = S K^T, as a rounded pair hi + lo of A fragments. V^T
-// pairs come from V[t][v] with ldmatrix.trans: matrix mat covers t +8 (mat / 2), v +8 (mat % 2),
-// which is the A layout of the 16x16 block (v, t).
-template <InputType kType>
+// X^T = V^T - (S K^T) diag(e^G) from acc = S K^T, as a rounded pair hi + lo of A fragments (xa_lo
+// left alone without kSplit). V^T pairs come from V[t][v] with ldmatrix.trans: matrix mat covers
+// t +8 (mat / 2), v +8 (mat % 2), which is the A layout of the 16x16 block (v, t).
+template <InputType kType, bool kSplit = true>
 __device__ __forceinline__ void x_from_v(std::uint32_t (&xa)[4][4], std::uint32_t (&xa_lo)[4][4], const float (&acc)[8][4],
                                          const unsigned char* stage, int warp, int lane) {
   using Cfg = FastConfig;
@@ -161,8 +161,10 @@ __device__ __forceinline__ void x_from_v(std::uint32_t (&xa)[4][4], std::uint32_
       const int t = 8 * n + 2 * quad;
       const float x0 = vv.x - exp_g[t] * acc[n][c], x1 = vv.y - exp_g[t + 1] * acc[n][c + 1];
       xa[kb][i] = pack_pair<kType>(x0, x1);
-      const float2 hi = unpack_pair<kType>(xa[kb][i]);
-      xa_lo[kb][i] = pack_pair<kType>(x0 - hi.x, x1 - hi.y);
+      if constexpr (kSplit) {
+        const float2 hi = unpack_pair<kType>(xa[kb][i]);
+        xa_lo[kb][i] = pack_pair<kType>(x0 - hi.x, x1 - hi.y);
+      }
     }
   }
 }
@@ -208,10 +210,11 @@ __device__ __forceinline__ void consume_chunk(StateFragment& state, unsigned cha
                                               const ChunkOutput& out, ConsumerPrep prep, int warp, int lane) {
   using Cfg = FastConfig;
   using Element = typename Operand<kType>::Element;
+  constexpr bool kSingleU = Cfg::single_pass_u(kType), kSingleState = Cfg::single_pass_state(kType);
   const Element* q = reinterpret_cast<const Element*>(stage + FastSmem::kQ);
   const Element* k = reinterpret_cast<const Element*>(stage + FastSmem::kK);
   const Element* t_gated = reinterpret_cast<const Element*>(stage + FastSmem::kTGated);
-  const Element* t_gated_lo = reinterpret_cast<const Element*>(stage + FastSmem::kTGatedLo);
+  [[maybe_unused]] const Element* t_gated_lo = reinterpret_cast<const Element*>(stage + FastSmem::kTGatedLo);
   const Element* p_tile = reinterpret_cast<const Element*>(stage + FastSmem::kP);
   const float* gates = reinterpret_cast<const float*>(stage + FastSmem::kGates);
   const float* exp_g = gates + FastGates::kExpG;
@@ -221,17 +224,23 @@ __device__ __forceinline__ void consume_chunk(StateFragment& state, unsigned cha
   std::uint32_t xa[4][4], xa_lo[4][4];  // X^T as a rounded pair hi + lo
   prepare_consumer_share<kType>(stage, prep, warp, lane);
   state_times_rows<kType>(acc, state, k, lane);
-  x_from_v<kType>(xa, xa_lo, acc, stage, warp, lane);
+  x_from_v<kType, !kSingleU>(xa, xa_lo, acc, stage, warp, lane);
   // U^T = X^T T_g^T from the hi/lo pairs (hi hi + lo(X) hi(T_g) + hi(X) lo(T_g); lo lo is below
-  // fp32 noise), kept as A fragments: plain (for O) and decayed to the chunk end (for S).
+  // fp32 noise; hi hi alone single-pass), kept as A fragments: plain (for O) and decayed to the
+  // chunk end (for S).
   std::uint32_t ua[4][4], uda[4][4], uda_lo[4][4];
   if (prep != ConsumerPrep::kNone) consumer_sync();
   zero(acc);
   times_lower_transposed<kType>(acc, xa, t_gated, lane);
-  times_lower_transposed<kType>(acc, xa_lo, t_gated, lane);
-  times_lower_transposed<kType>(acc, xa, t_gated_lo, lane);
+  if constexpr (!kSingleU) {
+    times_lower_transposed<kType>(acc, xa_lo, t_gated, lane);
+    times_lower_transposed<kType>(acc, xa, t_gated_lo, lane);
+  }
   pack_as_a<kType>(ua, acc, nullptr, quad);
-  pack_as_a_split<kType>(uda, uda_lo, acc, gates + FastGates::kDecayToEnd, quad);
+  if constexpr (kSingleState)
+    pack_as_a<kType>(uda, acc, gates + FastGates::kDecayToEnd, quad);
+  else
+    pack_as_a_split<kType>(uda, uda_lo, acc, gates + FastGates::kDecayToEnd, quad);
 
   // O^T = (S Q^T) diag(e^G) + U^T P^T.
   state_times_rows<kType>(acc, state, q, lane);
@@ -253,7 +262,7 @@ __device__ __forceinline__ void consume_chunk(StateFragment& state, unsigned cha
         std::uint32_t b[4];
         ldmatrix_x4_trans(b, smem_address(k + swizzled_d(k_row + 16 * kb, k_col + 16 * np)));
         mma_pair<kType>(state[2 * np], state[2 * np + 1], uda[kb], b);
-        mma_pair<kType>(state[2 * np], state[2 * np + 1], uda_lo[kb], b);
+        if constexpr (!kSingleState) mma_pair<kType>(state[2 * np], state[2 * np + 1], uda_lo[kb], b);
       }
     }
   }

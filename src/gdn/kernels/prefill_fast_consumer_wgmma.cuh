@@ -87,9 +87,42 @@ __device__ __forceinline__ void store_output_tma(const float (&acc)[8][4], const
   }
 }
 
+// Issues S = e^{G_63} S + U_d^T K (U_d = hi + lo, or hi alone single-pass; B = K[t][d] as an
+// MN-major operand [k = t][n = d]: step kb from row 16 kb, the 64-column halves 8 KiB apart) as
+// one committed group; blocks of 16 padded tokens are skipped (their U is 0). The caller waits.
+template <InputType kType>
+__device__ __forceinline__ void issue_state_update(StateFragment& state, std::uint32_t (&uda)[4][4],
+                                                   std::uint32_t (&uda_lo)[4][4], float decay,
+                                                   std::uint32_t k_address, int len) {
+  constexpr bool kSingleState = FastConfig::single_pass_state(kType);
+  decay_state(state, decay);
+  fence_operands(uda);
+  if constexpr (!kSingleState) fence_operands(uda_lo);
+  fence_operands(state);
+  cute::warpgroup_arrive();
+#pragma unroll
+  for (int kb = 0; kb < 4; ++kb) {
+    if (16 * kb < len) {
+      const std::uint64_t desc = mn_major_desc(k_address + 2048 * kb, 8192);
+      wgmma_rs<kType, 128, gmma::Major::MN, 0>(uda[kb], desc, state);
+      if constexpr (!kSingleState) wgmma_rs<kType, 128, gmma::Major::MN, 0>(uda_lo[kb], desc, state);
+    }
+  }
+  cute::warpgroup_commit_batch();
+}
+
+// After the update's wait: its registers may be read and written again.
+template <InputType kType>
+__device__ __forceinline__ void fence_state_update(StateFragment& state, std::uint32_t (&uda)[4][4],
+                                                   std::uint32_t (&uda_lo)[4][4]) {
+  fence_operands(state);
+  fence_operands(uda);
+  if constexpr (!FastConfig::single_pass_state(kType)) fence_operands(uda_lo);
+}
+
 // One chunk for warp w with the products on wgmma (same steps as consume_chunk). Every group is
-// waited for before the next step; within a group ptxas pipelines the wgmmas at the consumers'
-// kConsumerRegisters (at 168 it serialised them, C7511; docs/GDN_PREFILL_FAST.md).
+// waited for before the next step that needs it; within a group ptxas pipelines the wgmmas at the
+// consumers' kConsumerRegisters (at 168 it serialised them, C7511; docs/GDN_PREFILL_FAST.md).
 // kWarpgroupP (T_g loaded, prep kP): each warpgroup computes the whole P = (Q K^T) o Gamma into its
 // own tile (SS wgmma issued with S K^T; warp w stores row block w % 4 while S K^T runs) and meets
 // only its own warps before U P^T; else P comes from prepare_consumer_share (or the producer).
@@ -99,6 +132,7 @@ template <InputType kType, bool kWarpgroupP>
 __device__ __forceinline__ void consume_chunk_wgmma(StateFragment& state, unsigned char* stage, unsigned char* smem,
                                                     const ChunkOutput& out, ConsumerPrep prep, int warp, int lane) {
   using Cfg = FastConfig;
+  constexpr bool kSingleU = Cfg::single_pass_u(kType), kSingleState = Cfg::single_pass_state(kType);
   const float* gates = reinterpret_cast<const float*>(stage + FastSmem::kGates);
   const float* exp_g = gates + FastGates::kExpG;
   const int quad = lane % 4;
@@ -113,7 +147,7 @@ __device__ __forceinline__ void consume_chunk_wgmma(StateFragment& state, unsign
   tick_part(smem + FastSmem::kPartClock, kConsumerPrep);
 
   float acc[8][4];
-  std::uint32_t xa[4][4], xa_lo[4][4];  // X^T as a rounded pair hi + lo
+  std::uint32_t xa[4][4], xa_lo[4][4];  // X^T as a rounded pair hi + lo (lo unused single-pass)
   if constexpr (kWarpgroupP) {
     float p_acc[8][4];
     std::uint32_t a[8][4];
@@ -135,7 +169,10 @@ __device__ __forceinline__ void consume_chunk_wgmma(StateFragment& state, unsign
     cute::warpgroup_commit_batch();
     cute::warpgroup_wait<1>();
     fence_operands(p_acc);
-    store_p_rows<kType>(p_acc, stage, warp % 4, 0, warp % 4, lane, p_offset);
+    if constexpr (Cfg::kPDecayTables)
+      store_p_rows_tables<kType>(p_acc, stage, warp % 4, lane, p_offset);
+    else
+      store_p_rows<kType>(p_acc, stage, warp % 4, 0, warp % 4, lane, p_offset);
     fence_proxy_async_shared();  // P is read by this warpgroup's wgmma after its barrier
     cute::warpgroup_wait<0>();
     fence_operands(acc);
@@ -143,27 +180,32 @@ __device__ __forceinline__ void consume_chunk_wgmma(StateFragment& state, unsign
   } else {
     state_times_rows_wgmma<kType>(acc, state, stage_address + FastSmem::kK);
   }
-  x_from_v<kType>(xa, xa_lo, acc, stage, warp, lane);
+  x_from_v<kType, !kSingleU>(xa, xa_lo, acc, stage, warp, lane);
   tick_part(smem + FastSmem::kPartClock, kConsumerX);
 
-  // U^T = X^T T_g^T from the hi/lo pairs (hi hi + lo(X) hi(T_g) + hi(X) lo(T_g)), kept as A
-  // fragments: plain (for O) and decayed to the chunk end (for S).
+  // U^T = X^T T_g^T from the hi/lo pairs (hi hi + lo(X) hi(T_g) + hi(X) lo(T_g)), or hi hi alone
+  // single-pass, kept as A fragments: plain (for O) and decayed to the chunk end (for S).
   std::uint32_t ua[4][4], uda[4][4], uda_lo[4][4];
   if (!kWarpgroupP && prep != ConsumerPrep::kNone) consumer_sync();  // the shared P and T_g complete
   fence_operands(xa);
-  fence_operands(xa_lo);
+  if constexpr (!kSingleU) fence_operands(xa_lo);
   fence_operands(acc);
   cute::warpgroup_arrive();
   issue_times_lower_wgmma<kType>(acc, xa, stage_address + FastSmem::kTGated, true);
-  issue_times_lower_wgmma<kType>(acc, xa_lo, stage_address + FastSmem::kTGated, false);
-  issue_times_lower_wgmma<kType>(acc, xa, stage_address + FastSmem::kTGatedLo, false);
+  if constexpr (!kSingleU) {
+    issue_times_lower_wgmma<kType>(acc, xa_lo, stage_address + FastSmem::kTGated, false);
+    issue_times_lower_wgmma<kType>(acc, xa, stage_address + FastSmem::kTGatedLo, false);
+  }
   cute::warpgroup_commit_batch();
   cute::warpgroup_wait<0>();
   fence_operands(acc);
   fence_operands(xa);
-  fence_operands(xa_lo);
+  if constexpr (!kSingleU) fence_operands(xa_lo);
   pack_as_a<kType>(ua, acc, nullptr, quad);
-  pack_as_a_split<kType>(uda, uda_lo, acc, gates + FastGates::kDecayToEnd, quad);
+  if constexpr (kSingleState)
+    pack_as_a<kType>(uda, acc, gates + FastGates::kDecayToEnd, quad);
+  else
+    pack_as_a_split<kType>(uda, uda_lo, acc, gates + FastGates::kDecayToEnd, quad);
 
   // O^T = (S Q^T) diag(e^G) + U^T P^T.
   state_times_rows_wgmma<kType>(acc, state, stage_address + FastSmem::kQ);
@@ -185,28 +227,9 @@ __device__ __forceinline__ void consume_chunk_wgmma(StateFragment& state, unsign
   else
     store_output<kType>(acc, out, smem, warp, lane);
   tick_part(smem + FastSmem::kPartClock, kConsumerStore);
-
-  // S = e^{G_63} S + U_d^T K (U_d = hi + lo; B = K[t][d] as an MN-major operand [k = t][n = d]:
-  // step kb from row 16 kb, the 64-column halves 8 KiB apart). Blocks of 16 padded tokens are
-  // skipped (their U is 0).
-  decay_state(state, exp_g[Cfg::kChunk - 1]);
-  fence_operands(uda);
-  fence_operands(uda_lo);
-  fence_operands(state);
-  cute::warpgroup_arrive();
-#pragma unroll
-  for (int kb = 0; kb < 4; ++kb) {
-    if (16 * kb < out.len) {
-      const std::uint64_t desc = mn_major_desc(stage_address + FastSmem::kK + 2048 * kb, 8192);
-      wgmma_rs<kType, 128, gmma::Major::MN, 0>(uda[kb], desc, state);
-      wgmma_rs<kType, 128, gmma::Major::MN, 0>(uda_lo[kb], desc, state);
-    }
-  }
-  cute::warpgroup_commit_batch();
+  issue_state_update<kType>(state, uda, uda_lo, exp_g[Cfg::kChunk - 1], stage_address + FastSmem::kK, out.len);
   cute::warpgroup_wait<0>();
-  fence_operands(state);
-  fence_operands(uda);
-  fence_operands(uda_lo);
+  fence_state_update<kType>(state, uda, uda_lo);
   // The stage (its v tile: the output) is released after this chunk: the store has read it.
   if (by_tma && warp % 4 == 0 && lane == 0) bulk_wait_group_read_all();
   tick_part(smem + FastSmem::kPartClock, kConsumerState);

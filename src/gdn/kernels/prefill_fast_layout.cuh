@@ -5,6 +5,21 @@
 // the consumer warps run chunk c's state-dependent products.
 #include <cstdint>
 
+#include "gdn/prefill_params.h"
+
+// Which of the state-feeding products run single-pass (one product of rounded operands, no lo
+// part): bit 0 U = X T_g (bf16), bit 1 the state update (bf16), bit 2 U (fp16), bit 3 the state
+// update (fp16). A build-time switch for experiments: none holds the issue's state tolerances
+// in every GPU test (session 8, docs/GDN_PREFILL_FAST.md), so all are off.
+#ifndef FASTINFER_PREFILL_SINGLE_PASS
+#define FASTINFER_PREFILL_SINGLE_PASS 0
+#endif
+// P's decay factors off the diagonal blocks from the producer's per-chunk tables
+// (FastConfig::kPDecayTables; 0 builds session 7's epilogue, an exponential per element).
+#ifndef FASTINFER_PREFILL_P_TABLES
+#define FASTINFER_PREFILL_P_TABLES 1
+#endif
+
 namespace fastinfer::gdn::kernels::fast {
 
 // Where one kernel instantiation's chunks get T = (I + A0)^-1: solved by the producer; T_g
@@ -48,6 +63,20 @@ struct FastConfig {
   // The wgmma consumers store full chunks' outputs by TMA from the stage's v tile (the per-thread
   // 16-byte stores took ~1.3k of their ~8.7k cycles per chunk, H200 part profile, session 7).
   static constexpr bool kTmaOutput = true;
+  // Single-pass products (FASTINFER_PREFILL_SINGLE_PASS): U = X T_g from hi(X) hi(T_g) alone (the
+  // stage's T_g lo tile is neither loaded nor read), and the state update from hi(U_d) alone;
+  // else hi + lo pairs (docs/GDN_PREFILL.md "Numerics").
+  static constexpr bool single_pass_u(InputType type) {
+    return (FASTINFER_PREFILL_SINGLE_PASS >> (type == InputType::kBFloat16 ? 0 : 2)) & 1;
+  }
+  static constexpr bool single_pass_state(InputType type) {
+    return (FASTINFER_PREFILL_SINGLE_PASS >> (type == InputType::kBFloat16 ? 1 : 3)) & 1;
+  }
+  // The wgmma consumers' P epilogue (each warp its 16 rows of P, row block b with b + 1 column
+  // blocks) takes Gamma[t][j] = e^{G_t - G_j} off the diagonal blocks as rowq[c][t] x colf[j]
+  // (FastGates::kRowQ, kColF: the producer's per-chunk tables, two exponentials per thread; both
+  // factors <= 1 as G does not increase) and keeps the exponential on the diagonal blocks only.
+  static constexpr bool kPDecayTables = FASTINFER_PREFILL_P_TABLES;
   // The split of the CTA's 384 x 168 registers (setmaxnreg can only move registers between warps).
   static constexpr int kProducerRegisters = 120;
   static constexpr int kConsumerRegisters = 192;
@@ -61,7 +90,10 @@ struct FastConfig {
 struct FastGates {
   static constexpr int kG = 0, kExpG = 64, kDecayToEnd = 128, kBeta = 192, kRawAlpha = 256, kRawBeta = 320;
   static constexpr int kQScale = 384, kExpGQ = 448;
-  static constexpr int kFloats = 512;
+  // With FastConfig::kPDecayTables: kRowQ + 64 c + t = e^{G_t - G_{16c+15}} / |q_t| for the
+  // column blocks c < t / 16 (c < 3), kColF + j = e^{G_{16(j/16)+15} - G_j}.
+  static constexpr int kRowQ = 512, kColF = 704;
+  static constexpr int kFloats = FastConfig::kPDecayTables ? 768 : 512;
 };
 
 // The tiles that feed wgmma (q, k, T_g hi / lo, P) are stored in the 128-byte swizzle of GMMA's

@@ -13,6 +13,7 @@
 #include <cuda.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "gdn/kernels/prefill_fast_inverse.cuh"
 #include "gdn/kernels/prefill_fast_layout.cuh"
@@ -86,11 +87,13 @@ __device__ __forceinline__ void issue_tile_loads(unsigned char* stage, const Chu
   }
   if (src.t_gated != nullptr) {  // hi and lo, 16x16 blocks on or below the diagonal only
     // Thread ptid copies 8-column vector v = ptid % 8 of rows r0 + 16 m (row block m): the vector's
-    // column block v / 2 is at most m.
+    // column block v / 2 is at most m. Single-pass U reads hi only.
+    constexpr InputType kType = std::is_same_v<Element, __half> ? InputType::kFloat16 : InputType::kBFloat16;
+    constexpr int kHalves = Cfg::single_pass_u(kType) ? 1 : 2;
     const int v = ptid % 8, r0 = ptid / 8;
     const Element* from = static_cast<const Element*>(src.t_gated) + r0 * Cfg::kChunk + 8 * v;
 #pragma unroll
-    for (int half = 0; half < 2; ++half) {
+    for (int half = 0; half < kHalves; ++half) {
       Element* dst = reinterpret_cast<Element*>(stage + (half == 0 ? FastSmem::kTGated : FastSmem::kTGatedLo));
 #pragma unroll
       for (int m = 0; m < Cfg::kChunk / 16; ++m)
@@ -297,6 +300,14 @@ __device__ __forceinline__ void prepare_chunk(const PrefillParams& p, int len, b
     gates[FastGates::kExpG + ptid] = __expf(g);
     gates[FastGates::kExpGQ + ptid] = __expf(g) * gates[FastGates::kQScale + ptid];
     gates[FastGates::kDecayToEnd + ptid] = __expf(gates[FastGates::kG + Cfg::kChunk - 1] - g);
+    if constexpr (Cfg::kPDecayTables)
+      gates[FastGates::kColF + ptid] = __expf(gates[FastGates::kG + (ptid | 15)] - g);
+  } else if constexpr (Cfg::kPDecayTables) {  // row t's factors for the column blocks c < t / 16
+    const int t = ptid - Cfg::kChunk;
+    const float g = gates[FastGates::kG + t], q_scale = gates[FastGates::kQScale + t];
+#pragma unroll
+    for (int c = 0; c < 3; ++c)
+      if (t / 16 > c) gates[FastGates::kRowQ + 64 * c + t] = __expf(g - gates[FastGates::kG + 16 * c + 15]) * q_scale;
   }
   if (!loaded_inverse)  // else the consumers compute P (and T_g)
     compute_a0_and_p<kType>(stage, reinterpret_cast<float*>(smem + FastSmem::kA0), true, pwarp, lane);

@@ -67,6 +67,46 @@ __device__ __forceinline__ void store_p_rows(const float (&acc)[8][4], unsigned 
     }
 }
 
+// store_p_rows of all column blocks c <= block with Gamma off the diagonal block from the
+// producer's tables (FastConfig::kPDecayTables): rowq[c][t] colf[j], no exponential there.
+template <InputType kType>
+__device__ __forceinline__ void store_p_rows_tables(const float (&acc)[8][4], unsigned char* stage, int block, int lane,
+                                                    int p_offset) {
+  using Element = typename Operand<kType>::Element;
+  Element* p_tile = reinterpret_cast<Element*>(stage + p_offset);
+  const float* gates = reinterpret_cast<const float*>(stage + FastSmem::kGates);
+  const int g = lane / 4, quad = lane % 4;
+  float g_row[2], q_scale[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    g_row[h] = gates[FastGates::kG + 16 * block + g + 8 * h];
+    q_scale[h] = gates[FastGates::kQScale + 16 * block + g + 8 * h];
+  }
+#pragma unroll
+  for (int n = 0; n < 8; ++n) {
+    const int c = n / 2, j = 8 * n + 2 * quad;
+    if (c < block) {  // every j <= t
+      const float2 col = *reinterpret_cast<const float2*>(gates + FastGates::kColF + j);
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int t = 16 * block + g + 8 * h;
+        const float row = gates[FastGates::kRowQ + 64 * c + t];
+        *reinterpret_cast<std::uint32_t*>(p_tile + swizzled_c(t, j)) =
+            pack_pair<kType>(acc[n][2 * h] * row * col.x, acc[n][2 * h + 1] * row * col.y);
+      }
+    } else if (c == block) {
+      const float2 g_col = *reinterpret_cast<const float2*>(gates + FastGates::kG + j);
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int t = 16 * block + g + 8 * h;
+        const float v0 = j <= t ? acc[n][2 * h] * q_scale[h] * __expf(g_row[h] - g_col.x) : 0.0f;
+        const float v1 = j + 1 <= t ? acc[n][2 * h + 1] * q_scale[h] * __expf(g_row[h] - g_col.y) : 0.0f;
+        *reinterpret_cast<std::uint32_t*>(p_tile + swizzled_c(t, j)) = pack_pair<kType>(v0, v1);
+      }
+    }
+  }
+}
+
 // P rows of `block`, column pairs [np_first, np_last]: (Q K^T) o Gamma, rounded, zero above the
 // diagonal.
 template <InputType kType>
