@@ -583,6 +583,111 @@ nlohmann::json run_gdn_decode_tail(const BenchOptions& options) {
   return {{"rows", rows}};
 }
 
+// Per-call GPU ms of `calls` launches issued back to back on `stream` (the serving case: a decode
+// step's kernels follow each other with no event or host gap between them), queued behind a spin
+// kernel; the median over `rounds` rounds. The events of median_ms sit between every two calls,
+// which also keeps a programmatic dependent launch from overlapping them.
+double back_to_back_ms(const std::function<void(int)>& fn, cudaStream_t stream, int calls = 20, int rounds = 5) {
+  for (int i = 0; i < 3; ++i) fn(i);
+  std::vector<cudaEvent_t> events(2 * rounds);
+  for (auto& e : events) FASTINFER_CUDA_CHECK(cudaEventCreate(&e));
+  spin_kernel<<<1, 1, 0, stream>>>(200'000LL + 10'000LL * calls * rounds);  // ~5 us per call at ~2 GHz
+  FASTINFER_CUDA_CHECK(cudaGetLastError());
+  for (int r = 0; r < rounds; ++r) {
+    FASTINFER_CUDA_CHECK(cudaEventRecord(events[2 * r], stream));
+    for (int i = 0; i < calls; ++i) fn(3 + r * calls + i);
+    FASTINFER_CUDA_CHECK(cudaEventRecord(events[2 * r + 1], stream));
+  }
+  FASTINFER_CUDA_CHECK(cudaStreamSynchronize(stream));
+  std::vector<float> ms(rounds);
+  for (int r = 0; r < rounds; ++r) FASTINFER_CUDA_CHECK(cudaEventElapsedTime(&ms[r], events[2 * r], events[2 * r + 1]));
+  for (auto& e : events) cudaEventDestroy(e);
+  std::nth_element(ms.begin(), ms.begin() + rounds / 2, ms.end());
+  return ms[rounds / 2] / calls;
+}
+
+// Routine "gdn_decode_b2b" (session 9): per shape (B = 1 / 32 / 64 / 256, T = 1 / 4, fp32 and bf16
+// pools, heads 16/32), the heuristic's tactic and every resident (pipelined / tensor-core) tactic
+// timed back to back (back_to_back_ms) without and with programmatic dependent launch
+// (DecodeParams::programmatic_launch; the register kernels ignore it) and, for the pipelined
+// kernels, with the ring filled at the start (DecodeParams::fill_ring_at_start), next to back-to-back copies
+// of the same state bytes and the production path timed per call (the gdn_decode routine's ms).
+nlohmann::json run_gdn_decode_b2b(const BenchOptions& options) {
+  const Ceilings& ceil = ceilings();
+  int device = 0;
+  FASTINFER_CUDA_CHECK(cudaGetDevice(&device));
+  const DeviceInfo& info = device_info(device);
+  cudaStream_t stream;
+  FASTINFER_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  std::printf("copy bandwidth %.2f TB/s; ms per call back to back, tactic=plain/pdl[/fill/pdl+fill] (fill: the pipelined\n"
+              "ring filled at the start), %%copy of the best\n",
+              ceil.copy_tbps);
+  nlohmann::json rows = nlohmann::json::array();
+  DeviceBuffer copy_dst;
+  for (DType st : {DType::kFloat32, DType::kBFloat16})
+    for (int T : {1, 4})
+      for (int B : {1, 32, 64, 256}) {
+        const Shape s{B, T, 16, 32, st};
+        if (!options.only_shapes.empty() && s.label().find(options.only_shapes) == std::string::npos) continue;
+        Problem p(s);
+        for (const auto& x : p.args) gdn::decode(x);
+        FASTINFER_CUDA_CHECK(cudaDeviceSynchronize());
+        const double per_call_ms = median_ms([&](int i) { gdn::decode(p.args[i % p.sets]); }, 3, 15);
+        const double floor = floor_ms(p.bytes(), 0);
+        const std::size_t bytes = std::size_t(B) * s.heads_v * D * D * dtype_size(st);
+        if (copy_dst.bytes() < bytes) copy_dst = DeviceBuffer(bytes);
+        const double copy_ms = back_to_back_ms(
+            [&](int i) {
+              const char* src = p.state.as<const char>() + std::size_t(i % p.sets) * bytes;
+              FASTINFER_CUDA_CHECK(cudaMemcpyAsync(copy_dst.get(), src, bytes, cudaMemcpyDeviceToDevice, stream));
+            },
+            stream);
+        const gdn::DecodeTactic chosen = gdn::choose_decode_tactic(st, B, s.heads_v, T, info);
+        std::vector<gdn::DecodeTactic> tactics{chosen};
+        for (const gdn::DecodeTactic& t : gdn::decode_tactics(DType::kBFloat16, st))
+          if (B > 1 && t.pipelined() && !(t == chosen)) tactics.push_back(t);  // B = 1: the heuristic's only
+        std::vector<gdn::DecodeParams> params;
+        for (const auto& x : p.args) params.push_back(gdn::make_decode_params(x));
+        nlohmann::json timed = nlohmann::json::object();
+        std::string line;
+        double best = 1e30;
+        std::string best_name;
+        for (const gdn::DecodeTactic& t : tactics) {
+          const auto runner = gdn::decode_runner({DType::kBFloat16, st, t});
+          // Variants: plain, PDL, the ring filled at the start (pipelined kernels only), both.
+          const int variants = t.chunked ? 2 : 4;
+          std::vector<double> ms;
+          for (int v = 0; v < variants; ++v) {
+            std::vector<gdn::DecodeParams> q = params;
+            for (auto& x : q) x.programmatic_launch = v % 2 == 1, x.fill_ring_at_start = v >= 2;
+            ms.push_back(back_to_back_ms([&](int i) { runner->run(q[i % p.sets], stream); }, stream));
+          }
+          const std::string name = tactic_label(t) + (t == chosen ? "*" : "");
+          timed[name] = ms;
+          std::string item = " " + name + "=";
+          for (int v = 0; v < variants; ++v) {
+            char number[16];
+            std::snprintf(number, sizeof number, "%s%.4f", v ? "/" : "", ms[v]);
+            item += number;
+            static const char* kSuffix[4] = {"", "+pdl", "+fill", "+pdl+fill"};
+            if (ms[v] < best) best = ms[v], best_name = name + kSuffix[v];
+          }
+          line += item;
+        }
+        std::printf("%-20s per-call %.4f (%.1f%%) copy b2b %.4f (%.1f%%) best %s %.4f (%.1f%%)\n %s\n", s.label().c_str(),
+                    per_call_ms, 100 * floor / per_call_ms, copy_ms, 100 * floor_ms(2.0 * bytes, 0) / copy_ms,
+                    best_name.c_str(), best, 100 * floor / best, line.c_str());
+        std::fflush(stdout);
+        rows.push_back({{"shape", s.label()}, {"per_call_ms", per_call_ms}, {"floor_ms", floor}, {"copy_b2b_ms", copy_ms},
+                        {"best", best_name}, {"best_ms", best}, {"tactics_off_on_ms", timed}});
+      }
+  FASTINFER_CUDA_CHECK(cudaStreamDestroy(stream));
+  return {{"copy_tbps", ceil.copy_tbps}, {"rows", rows}};
+}
+
+const RoutineRegistration b2b_registration{
+    {"gdn_decode_b2b", "GDN decode back to back without / with programmatic dependent launch", run_gdn_decode_b2b}};
+
 const RoutineRegistration tail_registration{
     {"gdn_decode_tail", "GDN decode pipelined work orders: static, dynamic, claimed tail shares", run_gdn_decode_tail}};
 

@@ -58,6 +58,7 @@ DecodeParams make_decode_params(const DecodeArgs& args) {
   p.update_state = !args.disable_state_update;
   p.sm_count = args.q.device.is_cpu() ? 1 : device_info(args.q.device.index).sm_count;
   p.lazy_decay = true;
+  p.programmatic_launch = true;
   return p;
 }
 

@@ -63,6 +63,17 @@ struct DecodeParams {
   // prefetch depth); set by their launcher unless positive here (benchmark sweeps and tests); 0
   // from make_decode_params.
   int static_steps;
+  // Launch the resident kernels (pipelined, tensor-core) with programmatic dependent launch
+  // (session 9): their CTAs may start while the stream's previous kernel finishes, set up their
+  // barriers and wait (griddepcontrol.wait) before touching global memory; they let the next
+  // kernel start early in turn. True from make_decode_params (false only where the benchmark and
+  // the tests compare); the register kernels ignore it.
+  bool programmatic_launch;
+  // The pipelined kernels' producer loads the slots and gates of a CTA's first items for every
+  // stage of the ring at entry and issues all their copies at once (session 9), instead of two
+  // items ahead from the first item on. The claimed-tail tactics' launcher always sets it (measured
+  // faster there, slower for the static order); false from make_decode_params.
+  bool fill_ring_at_start;
 };
 
 // The kernel view of validated arguments (scale resolved, output indices defaulted). Defined in

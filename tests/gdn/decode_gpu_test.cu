@@ -387,13 +387,13 @@ TEST_F(GdnDecodeGpuExtra, SmallBatchTacticsOnEveryWindow) {
 // reused many times, both barrier phases), padded sequences at random positions (negative
 // indices), in-place and out-of-place pools, verification only, fp16 activations, and the longest
 // staged MTP window (8 tokens) next to one that falls back to the register kernel (9).
-// One test per pool dtype and half of its pipelined tactics (`half`: every other one; the slowest
-// tests of the suite: four processes can run them side by side).
-void pipelined_tactics_on_large_batches(DType state, int half) {
+// One test per pool dtype and quarter of its pipelined tactics (`quarter`: every fourth one; the
+// slowest tests of the suite: eight processes can run them side by side).
+void pipelined_tactics_on_large_batches(DType state, int quarter) {
   int tested = 0, pipelined = 0;
   for (const gdn::DecodeTactic& t : gdn::decode_tactics(DType::kBFloat16, state)) {
     {
-      if (!t.pipelined() || pipelined++ % 2 != half) continue;
+      if (!t.pipelined() || pipelined++ % 4 != quarter) continue;
       SCOPED_TRACE(tactic_name(state, t));
       const std::uint64_t seed = 2000 + t.rows_per_thread * 10 + t.warps + t.ctas_per_sm * 7 + (state == DType::kFloat32);
       {  // in place, padding, T = 2: 48 x 32 states, >= 11 tiles per resident CTA
@@ -430,19 +430,23 @@ void pipelined_tactics_on_large_batches(DType state, int half) {
   EXPECT_GT(tested, 0) << "no pipelined tactic instantiated";
 }
 
-TEST_F(GdnDecodeGpuExtra, PipelinedTacticsOnLargeBatchesF32Half0) { pipelined_tactics_on_large_batches(DType::kFloat32, 0); }
-TEST_F(GdnDecodeGpuExtra, PipelinedTacticsOnLargeBatchesF32Half1) { pipelined_tactics_on_large_batches(DType::kFloat32, 1); }
-TEST_F(GdnDecodeGpuExtra, PipelinedTacticsOnLargeBatchesBf16Half0) { pipelined_tactics_on_large_batches(DType::kBFloat16, 0); }
-TEST_F(GdnDecodeGpuExtra, PipelinedTacticsOnLargeBatchesBf16Half1) { pipelined_tactics_on_large_batches(DType::kBFloat16, 1); }
+TEST_F(GdnDecodeGpuExtra, PipelinedTacticsOnLargeBatchesF32Quarter0) { pipelined_tactics_on_large_batches(DType::kFloat32, 0); }
+TEST_F(GdnDecodeGpuExtra, PipelinedTacticsOnLargeBatchesF32Quarter1) { pipelined_tactics_on_large_batches(DType::kFloat32, 1); }
+TEST_F(GdnDecodeGpuExtra, PipelinedTacticsOnLargeBatchesF32Quarter2) { pipelined_tactics_on_large_batches(DType::kFloat32, 2); }
+TEST_F(GdnDecodeGpuExtra, PipelinedTacticsOnLargeBatchesF32Quarter3) { pipelined_tactics_on_large_batches(DType::kFloat32, 3); }
+TEST_F(GdnDecodeGpuExtra, PipelinedTacticsOnLargeBatchesBf16Quarter0) { pipelined_tactics_on_large_batches(DType::kBFloat16, 0); }
+TEST_F(GdnDecodeGpuExtra, PipelinedTacticsOnLargeBatchesBf16Quarter1) { pipelined_tactics_on_large_batches(DType::kBFloat16, 1); }
+TEST_F(GdnDecodeGpuExtra, PipelinedTacticsOnLargeBatchesBf16Quarter2) { pipelined_tactics_on_large_batches(DType::kBFloat16, 2); }
+TEST_F(GdnDecodeGpuExtra, PipelinedTacticsOnLargeBatchesBf16Quarter3) { pipelined_tactics_on_large_batches(DType::kBFloat16, 3); }
 
 // The tensor-core kernel (bf16 pools): gates that underflow the decay products and saturate beta,
-// every window length it stages (1..8, fp32 intermediate states), and bit-identical repeats.
-TEST_F(GdnDecodeGpuExtra, ChunkedKernelGatesWindowsAndDeterminism) {
+// every window length it stages (1..8, fp32 intermediate states), and bit-identical repeats. One
+// test per activation dtype, and one for the repeats (session 9: the suite's slowest test split).
+void chunked_kernel_gates_and_windows(DType act) {
   gdn::DecodeTactic state_major{4, 2, 4, 3, true};
   state_major.state_major = true;
   for (const gdn::DecodeTactic& chunked : {gdn::DecodeTactic{4, 2, 8, 1, true}, gdn::DecodeTactic{4, 2, 4, 2, true},
-                                           gdn::DecodeTactic{4, 2, 4, 3, true}, state_major})
-  for (DType act : {DType::kBFloat16, DType::kFloat16}) {
+                                           gdn::DecodeTactic{4, 2, 4, 3, true}, state_major}) {
     const gdn::DecodeConfig config{act, DType::kBFloat16, chunked};
     ASSERT_TRUE(gdn::DecodeRunner::can_implement(config));
     for (int T : {1, 2, 3, 4, 5, 6, 7, 8}) {
@@ -461,11 +465,18 @@ TEST_F(GdnDecodeGpuExtra, ChunkedKernelGatesWindowsAndDeterminism) {
         for (std::int64_t h = 0; h < 8; ++h) p.A_log.set(h, h % 2 ? -8.0 : 1.5);
       }
       check_against_reference(p, gdn::decode_runner(config).get());
-      if (HasFatalFailure() || HasFailure()) return;
+      if (::testing::Test::HasFatalFailure() || ::testing::Test::HasFailure()) return;
     }
   }
-  // Determinism: the same call twice (out of place, so the input stays) gives the same bytes.
-  for (int variant : {2, 3, 4}) {  // three CTAs per SM: 4 state-major
+}
+
+TEST_F(GdnDecodeGpuExtra, ChunkedKernelGatesAndWindowsBf16) { chunked_kernel_gates_and_windows(DType::kBFloat16); }
+TEST_F(GdnDecodeGpuExtra, ChunkedKernelGatesAndWindowsFp16) { chunked_kernel_gates_and_windows(DType::kFloat16); }
+
+// The same call twice (out of place, so the input stays) gives the same bytes. `variant`: CTAs per
+// SM, 4 = three CTAs per SM, state-major. One test per variant (each builds a 330 MB pool).
+void chunked_kernel_is_deterministic(int variant) {
+  {
     const int ctas_per_sm = std::min(variant, 3);
     SCOPED_TRACE("ctas/SM " + std::to_string(ctas_per_sm) + " variant " + std::to_string(variant));
     DecodeShape s = shape(300, 4, 16, 32, DType::kBFloat16);
@@ -487,6 +498,10 @@ TEST_F(GdnDecodeGpuExtra, ChunkedKernelGatesWindowsAndDeterminism) {
     EXPECT_TRUE(same_bytes(first.state, second.state, 0, p.state.numel())) << "states differ between runs";
   }
 }
+
+TEST_F(GdnDecodeGpuExtra, ChunkedKernelDeterminismTwoCtas) { chunked_kernel_is_deterministic(2); }
+TEST_F(GdnDecodeGpuExtra, ChunkedKernelDeterminismThreeCtas) { chunked_kernel_is_deterministic(3); }
+TEST_F(GdnDecodeGpuExtra, ChunkedKernelDeterminismStateMajor) { chunked_kernel_is_deterministic(4); }
 
 // Tune mode on live inputs: every tactic is profiled on a scratch copy of the call's states, so the
 // live pool advances exactly once (what the reference computes); the winner is kept for the
@@ -595,14 +610,117 @@ TEST_F(GdnDecodeGpuExtra, DynamicTacticsOnASmallBatch) {
   EXPECT_GT(tested, 0) << "no dynamic work-order tactic instantiated";
 }
 
+// The same with three draft tokens (session 9): the producer publishes every token's gates, so
+// racecheck also sees the stage hand-off of T > 1 (the racecheck job runs both tests).
+TEST_F(GdnDecodeGpuExtra, DynamicTacticsOnASmallBatchMtp) {
+  int tested = 0;
+  for (DType state : {DType::kFloat32, DType::kBFloat16})
+    for (const gdn::DecodeTactic& t : gdn::decode_tactics(DType::kBFloat16, state)) {
+      if (!t.dynamic_items) continue;
+      SCOPED_TRACE(tactic_name(state, t));
+      DecodeShape s = shape(40, 3, 8, 16, state);
+      s.padded = 2; s.out_of_place = true;
+      check_against_reference(make_decode_problem(s, 6700 + t.warps + 17 * t.chunked), gdn::decode_runner({DType::kBFloat16, state, t}).get());
+      ++tested;
+      if (HasFatalFailure() || HasFailure()) return;
+    }
+  EXPECT_GT(tested, 0) << "no dynamic work-order tactic instantiated";
+}
+
+// The pipelined kernels with the ring filled at the start (session 9, DecodeParams::fill_ring_at_start:
+// the first kStages items' metadata loaded at entry), with and without PDL: fewer items than
+// resident CTAs (the start ends early), a few items per CTA (the start hands over to the
+// two-ahead ring; the dynamic orders claim after it), padding and out of place.
+TEST_F(GdnDecodeGpuExtra, FilledRingAtStartMatchesReference) {
+  int tested = 0;
+  for (DType state : {DType::kFloat32, DType::kBFloat16})
+    for (const gdn::DecodeTactic& t : gdn::decode_tactics(DType::kBFloat16, state)) {
+      if (!t.pipelined() || t.chunked) continue;
+      const auto runner = gdn::decode_runner({DType::kBFloat16, state, t});
+      for (int B : {2, 40}) {
+        SCOPED_TRACE(tactic_name(state, t) + " B " + std::to_string(B));
+        DecodeShape s = shape(B, B == 2 ? 1 : 3, 8, 16, state);
+        s.padded = B == 2 ? 1 : 3; s.out_of_place = B > 2;
+        check_against_reference(make_decode_problem(s, 7100 + B + t.warps + 5 * t.dynamic_items), runner.get(), true,
+                                [&](gdn::DecodeParams& x) { x.fill_ring_at_start = true; x.programmatic_launch = B > 2; });
+        if (HasFatalFailure() || HasFailure()) return;
+      }
+      ++tested;
+    }
+  EXPECT_GT(tested, 0) << "no pipelined tactic instantiated";
+}
+
+// The ring filled at the start on a batch small enough for racecheck (static and claimed-tail
+// order, both pools; 640 states: ~5 items per CTA, so the start hands over to the ring and every
+// stage is reused).
+TEST_F(GdnDecodeGpuExtra, FilledRingOnASmallBatch) {
+  for (DType state : {DType::kFloat32, DType::kBFloat16})
+    for (bool tail : {false, true}) {
+      gdn::DecodeTactic t{8, 4, 8, 1};
+      t.dynamic_items = t.claimed_tail = tail;
+      SCOPED_TRACE(tactic_name(state, t));
+      DecodeShape s = shape(40, 2, 8, 16, state);
+      s.padded = 2;
+      check_against_reference(make_decode_problem(s, 7300 + tail), gdn::decode_runner({DType::kBFloat16, state, t}).get(), true,
+                              [](gdn::DecodeParams& x) { x.fill_ring_at_start = true; });
+      if (HasFatalFailure() || HasFailure()) return;
+    }
+}
+
+// Programmatic dependent launch (session 9, DecodeParams::programmatic_launch) of every resident
+// tactic: in-place calls back to back on a non-blocking stream, each reading the pool the previous
+// one wrote (two eager launches, then a CUDA graph of two captured launches), against the
+// reference run four times. A kernel that read its inputs before the previous grid's writes were
+// visible, or a claim counter not yet reset, would show as a mismatch or NaN.
+TEST_F(GdnDecodeGpuExtra, ProgrammaticLaunchChainsInPlaceCalls) {
+  int tested = 0;
+  for (DType state : {DType::kFloat32, DType::kBFloat16})
+    for (const gdn::DecodeTactic& t : gdn::decode_tactics(DType::kBFloat16, state)) {
+      if (!t.pipelined()) continue;
+      SCOPED_TRACE(tactic_name(state, t));
+      DecodeShape s = shape(40, 2, 8, 16, state);  // 640 states: several items per resident CTA
+      s.padded = 2;
+      const DecodeProblem p = make_decode_problem(s, 6900 + t.warps + 17 * t.chunked + 3 * t.dynamic_items);
+      DeviceProblem dev(p);
+      cudaStream_t stream;
+      CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+      const auto runner = gdn::decode_runner({DType::kBFloat16, state, t});
+      gdn::DecodeParams params = gdn::make_decode_params(dev.args);
+      params.programmatic_launch = true;
+      for (int call = 0; call < 2; ++call) runner->run(params, stream);
+      cudaGraph_t graph;
+      cudaGraphExec_t exec;
+      CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+      runner->run(params, stream);
+      runner->run(params, stream);
+      CUDA_OK(cudaStreamEndCapture(stream, &graph));
+      CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+      CUDA_OK(cudaGraphLaunch(exec, stream));
+      CUDA_OK(cudaStreamSynchronize(stream));
+      cudaGraphExecDestroy(exec);
+      cudaGraphDestroy(graph);
+      cudaStreamDestroy(stream);
+      DecodeProblem gpu = p;
+      dev.download_into(gpu);
+      DecodeProblem cpu = p;
+      for (int call = 0; call < 4; ++call) gdn::decode(cpu.args());
+      expect_close("output", gpu.output, cpu.output, 0, cpu.output.numel(), tolerance_for(DType::kBFloat16));
+      expect_close("state", gpu.state, cpu.state, 0, cpu.state.numel(), tolerance_for(state));
+      ++tested;
+      if (HasFatalFailure() || HasFailure()) return;
+    }
+  EXPECT_GT(tested, 0) << "no resident tactic instantiated";
+}
+
 // The dynamic work order (tiles claimed from a per-stream counter that every launch leaves zero):
 // on a non-blocking stream, the first call (counter created) against the reference, then a CUDA
 // graph of the launch replayed three times and eager calls on the same stream in between, each
 // bit-identical to the first (out of place and verification only, so every run sees the same
 // input). A counter left non-zero would skip tiles (NaN-poisoned outputs stay) or repeat them.
-TEST_F(GdnDecodeGpuExtra, DynamicWorkOrderReplaysAndRepeats) {
+// One test per pool dtype.
+void dynamic_work_order_replays_and_repeats(DType state) {
   int tested = 0;
-  for (DType state : {DType::kFloat32, DType::kBFloat16})
+  {
     for (const gdn::DecodeTactic& t : gdn::decode_tactics(DType::kBFloat16, state)) {
       if (!t.dynamic_items) continue;
       SCOPED_TRACE(tactic_name(state, t));
@@ -645,10 +763,14 @@ TEST_F(GdnDecodeGpuExtra, DynamicWorkOrderReplaysAndRepeats) {
       cudaGraphDestroy(graph);
       cudaStreamDestroy(stream);
       ++tested;
-      if (HasFatalFailure() || HasFailure()) return;
+      if (::testing::Test::HasFatalFailure() || ::testing::Test::HasFailure()) return;
     }
+  }
   EXPECT_GT(tested, 0) << "no dynamic work-order tactic instantiated";
 }
+
+TEST_F(GdnDecodeGpuExtra, DynamicWorkOrderReplaysAndRepeatsF32) { dynamic_work_order_replays_and_repeats(DType::kFloat32); }
+TEST_F(GdnDecodeGpuExtra, DynamicWorkOrderReplaysAndRepeatsBf16) { dynamic_work_order_replays_and_repeats(DType::kBFloat16); }
 
 }  // namespace
 }  // namespace fastinfer

@@ -74,4 +74,11 @@ __device__ __forceinline__ void named_barrier_sync(int id, int threads) {
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
 
+// Programmatic dependent launch (PTX griddepcontrol; no-ops in a launch without the attribute):
+// the stream's next kernel may be scheduled from now on (it still waits for this grid before its
+// own wait returns) ...
+__device__ __forceinline__ void allow_dependent_launch() { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
+// ... and this grid waits for the previous kernel to complete and its writes to be visible.
+__device__ __forceinline__ void wait_for_previous_grid() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
+
 }  // namespace fastinfer::gdn::decode_sm90

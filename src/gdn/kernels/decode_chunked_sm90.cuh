@@ -242,7 +242,7 @@ __device__ void consume_chunked(const DecodeParams& p, typename Cfg::Smem& smem,
   typename Cfg::Tokens& tok = smem.tokens;
   const std::uint32_t b_base = smem_address(&tok.operand[lane % 8][8 * (lane / 8)]);
 
-  int prev_stage = -1;  // warp 0: the stage whose bulk stores were issued one item ago
+  int prev_stage = -1;  // the stage of one item ago (warp 0 issued its bulk stores then)
   for (int i = 0;; ++i) {
     int item = nth_item<Cfg>(i);
     if (!Cfg::kDynamicItems && item >= items) break;
@@ -438,10 +438,11 @@ __device__ void consume_chunked(const DecodeParams& p, typename Cfg::Smem& smem,
       }
       bulk_commit();
       bulk_wait_read<1>();  // this lane's store of one item ago has read its stage
-      __syncwarp();
-      if (lane == 0 && prev_stage >= 0) mbarrier_arrive(&smem.empty[prev_stage]);
-      prev_stage = s;
     }
+    // Every consumer thread arrives (warp 0's lanes after their own stores have read the stage):
+    // racecheck credits the producer's wait only with the arriving threads' accesses (session 9).
+    if (prev_stage >= 0) mbarrier_arrive(&smem.empty[prev_stage]);
+    prev_stage = s;
   }
   if (warp == 0) bulk_wait_read<0>();  // shared memory must outlive the last stores' reads
 }
@@ -454,8 +455,8 @@ __global__ void __launch_bounds__(ChunkedConfig<Act, kTokens, kWarps, kCtas, kVa
   auto& smem = *reinterpret_cast<typename Cfg::Smem*>(smem_bytes);
   if (threadIdx.x == 0) {
     for (int s = 0; s < Cfg::kStages; ++s) {
-      mbarrier_init(&smem.full[s], 1);   // the producer's arrival (+ the copies' bytes)
-      mbarrier_init(&smem.empty[s], 1);  // warp 0's arrival once its stores have read the stage
+      mbarrier_init(&smem.full[s], kProducerArrivals);  // producer lanes (+ the copies' bytes)
+      mbarrier_init(&smem.empty[s], Cfg::kConsumerThreads);  // every consumer thread (warp 0 once its stores have read it)
     }
     mbarrier_init_fence();
   }
@@ -464,7 +465,9 @@ __global__ void __launch_bounds__(ChunkedConfig<Act, kTokens, kWarps, kCtas, kVa
   for (int e = threadIdx.x; e < Cfg::kOperandRows * Cfg::kOperandPitch; e += blockDim.x)
     (&smem.tokens.operand[0][0])[e] = __float2bfloat16_rn(0.0f);
   if (threadIdx.x < 4) smem.tokens.zero[threadIdx.x] = 0u;
+  allow_dependent_launch();  // PDL as in the pipelined kernel: the set-up above needs no global memory
   __syncthreads();
+  wait_for_previous_grid();
   const int items = p.batch * p.heads_v * Cfg::kTilesPerState;
   if constexpr (Cfg::kDynamicItems) {
     if (threadIdx.x >= Cfg::kConsumerThreads) produce_dynamic<Cfg, Act, typename Cfg::State>(p, smem, items);
