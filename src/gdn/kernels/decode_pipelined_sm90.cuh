@@ -15,8 +15,14 @@
 //  - consumers (kConsumerWarps warps): per item, wait for `full`, copy the tile into registers
 //    (the register kernel's row layout), normalise q and k (one warp per token), run the T tokens
 //    (decode_token_step.cuh), write outputs and intermediate states directly, put the final
-//    state back into the stage and let one thread bulk-store it. That thread frees a stage
-//    (`empty`) once its bulk store has read it, one item later, so it never waits for a store.
+//    state back into the stage and let one thread bulk-store it. A stage is free (`empty`) once
+//    every consumer thread has arrived for it, one item later: thread 0 after its bulk store has
+//    read the stage, so no thread waits for a store (session 9: every thread arrives for its own
+//    accesses, which compute-sanitizer racecheck follows; thread 0 alone after the barrier was
+//    the same order, reported as hazards).
+// The producer warp is decode_pipelined_producer.cuh, the stages and items
+// decode_pipelined_layout.cuh. PDL (session 9): a CTA sets up its barriers, lets the next kernel
+// launch and waits for the previous grid before any global access (DecodeParams::programmatic_launch).
 // Work order: item i of a CTA is tile blockIdx.x + i * gridDim.x (nth_item), or with kDynamic
 // (session 7) that for the first Cfg::kProducerPrefetch items (session 8: p.static_steps, the
 // claimed-tail tactics) and every later one claimed from a
