@@ -3,6 +3,7 @@
 # using the carried .deps/ (CUTLASS headers + offline bundle), run every test (GPU ones included)
 # and the benchmarks, and leave logs and JSON under $OUT.
 #   device run: carry [".deps/cutlass", ".deps/bundle"], command "scripts/gpu-check.sh [--tests-only|--bench-only] [ctest -R regex]"
+#   BENCH_ROUTINE: the benchmark routines (default all; names separated by commas), BENCH_ARGS: e.g. --quick
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-out}
