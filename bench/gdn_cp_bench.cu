@@ -34,6 +34,40 @@ TensorView device_view(const DeviceBuffer& b, DType t, std::initializer_list<std
   return TensorView::contiguous(b.get(), t, shape, Device::cuda(0));
 }
 
+// One case's inputs on the device: `seqs` sequences of `len` tokens, bf16 q / k / v in [-1, 1],
+// alpha in [0.99, 1) (long memory: the CP setting), beta in [0.05, 1), k L2-normalised in the
+// kernel, no state; `args` views them (the buffers stay here: neither copied nor moved).
+struct CpInputs {
+  DeviceBuffer q, k, v, alpha, beta, cu, out;
+  gdn::PrefillArgs args;
+
+  CpInputs(int hq, int hv, std::int64_t seqs, std::int64_t len, cudaStream_t stream)
+      : q(seqs * len * hq * 128 * 2), k(seqs * len * hq * 128 * 2), v(seqs * len * hv * 128 * 2),
+        alpha(seqs * len * std::max(hq, hv) * 4), beta(seqs * len * std::max(hq, hv) * 4), cu((seqs + 1) * 4),
+        out(seqs * len * std::max(hq, hv) * 128 * 2) {
+    const std::int64_t T = seqs * len, hsab = std::max(hq, hv);
+    fill_uniform(q.get(), DType::kBFloat16, T * hq * 128, -1, 1, 1, stream);
+    fill_uniform(k.get(), DType::kBFloat16, T * hq * 128, -1, 1, 2, stream);
+    fill_uniform(v.get(), DType::kBFloat16, T * hv * 128, -1, 1, 3, stream);
+    fill_uniform(alpha.get(), DType::kFloat32, T * hsab, 0.99f, 1.0f, 4, stream);
+    fill_uniform(beta.get(), DType::kFloat32, T * hsab, 0.05f, 1.0f, 5, stream);
+    std::vector<std::int32_t> offsets(seqs + 1);
+    for (std::int64_t i = 0; i <= seqs; ++i) offsets[i] = static_cast<std::int32_t>(i * len);
+    FASTINFER_CUDA_CHECK(cudaMemcpy(cu.get(), offsets.data(), offsets.size() * 4, cudaMemcpyHostToDevice));
+    args.q = device_view(q, DType::kBFloat16, {T, hq, 128});
+    args.k = device_view(k, DType::kBFloat16, {T, hq, 128});
+    args.v = device_view(v, DType::kBFloat16, {T, hv, 128});
+    args.alpha = device_view(alpha, DType::kFloat32, {T, hsab});
+    args.beta = device_view(beta, DType::kFloat32, {T, hsab});
+    args.cu_seqlens = device_view(cu, DType::kInt32, {seqs + 1});
+    args.use_qk_l2norm = true;
+    args.output = device_view(out, DType::kBFloat16, {T, hsab, 128});
+    args.max_seqlen = len;
+  }
+  CpInputs(const CpInputs&) = delete;
+  CpInputs& operator=(const CpInputs&) = delete;
+};
+
 nlohmann::json run_gdn_cp(const BenchOptions& options) {
   // The issue's cases, then cases around the Auto rule's crossover (N x Hsab from 32 to 256).
   std::vector<CpCase> cases = {{16, 32, 1, 1024, 0.567}, {16, 32, 1, 8192, 0.831}, {16, 32, 1, 32768, 2.64},
@@ -65,27 +99,8 @@ nlohmann::json run_gdn_cp(const BenchOptions& options) {
                               "x" + std::to_string(c.len);
     if (!options.only_shapes.empty() && label.find(options.only_shapes) == std::string::npos) continue;
     const std::int64_t T = c.seqs * c.len, hsab = std::max(c.hq, c.hv);
-    DeviceBuffer q(T * c.hq * 128 * 2), k(T * c.hq * 128 * 2), v(T * c.hv * 128 * 2), alpha(T * hsab * 4),
-        beta(T * hsab * 4), cu((c.seqs + 1) * 4), out(T * hsab * 128 * 2);
-    fill_uniform(q.get(), DType::kBFloat16, T * c.hq * 128, -1, 1, 1, stream);
-    fill_uniform(k.get(), DType::kBFloat16, T * c.hq * 128, -1, 1, 2, stream);
-    fill_uniform(v.get(), DType::kBFloat16, T * c.hv * 128, -1, 1, 3, stream);
-    fill_uniform(alpha.get(), DType::kFloat32, T * hsab, 0.99f, 1.0f, 4, stream);
-    fill_uniform(beta.get(), DType::kFloat32, T * hsab, 0.05f, 1.0f, 5, stream);
-    std::vector<std::int32_t> offsets(c.seqs + 1);
-    for (std::int64_t i = 0; i <= c.seqs; ++i) offsets[i] = static_cast<std::int32_t>(i * c.len);
-    FASTINFER_CUDA_CHECK(cudaMemcpy(cu.get(), offsets.data(), offsets.size() * 4, cudaMemcpyHostToDevice));
-
-    gdn::PrefillArgs args;
-    args.q = device_view(q, DType::kBFloat16, {T, c.hq, 128});
-    args.k = device_view(k, DType::kBFloat16, {T, c.hq, 128});
-    args.v = device_view(v, DType::kBFloat16, {T, c.hv, 128});
-    args.alpha = device_view(alpha, DType::kFloat32, {T, hsab});
-    args.beta = device_view(beta, DType::kFloat32, {T, hsab});
-    args.cu_seqlens = device_view(cu, DType::kInt32, {c.seqs + 1});
-    args.use_qk_l2norm = true;
-    args.output = device_view(out, DType::kBFloat16, {T, hsab, 128});
-    args.max_seqlen = c.len;
+    const CpInputs inputs(c.hq, c.hv, c.seqs, c.len, stream);
+    gdn::PrefillArgs args = inputs.args;
     const ExecContext ctx{Device::cuda(0), stream};
     const gdn::PrefillShape shape = gdn::validate_prefill(args);
 
@@ -317,26 +332,8 @@ nlohmann::json run_gdn_cp_timeline(const BenchOptions& options) {
                               (c.chunk_len ? " chunk " + std::to_string(c.chunk_len) : "") +
                               (c.ready_tiles == 0 ? " built T" : "");
     if (!options.only_shapes.empty() && label.find(options.only_shapes) == std::string::npos) continue;
-    const std::int64_t T = c.len, hsab = std::max(c.hq, c.hv);
-    DeviceBuffer q(T * c.hq * 128 * 2), k(T * c.hq * 128 * 2), v(T * c.hv * 128 * 2), alpha(T * hsab * 4),
-        beta(T * hsab * 4), cu(8), out(T * hsab * 128 * 2);
-    fill_uniform(q.get(), DType::kBFloat16, T * c.hq * 128, -1, 1, 1, stream);
-    fill_uniform(k.get(), DType::kBFloat16, T * c.hq * 128, -1, 1, 2, stream);
-    fill_uniform(v.get(), DType::kBFloat16, T * c.hv * 128, -1, 1, 3, stream);
-    fill_uniform(alpha.get(), DType::kFloat32, T * hsab, 0.99f, 1.0f, 4, stream);
-    fill_uniform(beta.get(), DType::kFloat32, T * hsab, 0.05f, 1.0f, 5, stream);
-    const std::int32_t offsets[2] = {0, static_cast<std::int32_t>(T)};
-    FASTINFER_CUDA_CHECK(cudaMemcpy(cu.get(), offsets, sizeof offsets, cudaMemcpyHostToDevice));
-    gdn::PrefillArgs args;
-    args.q = device_view(q, DType::kBFloat16, {T, c.hq, 128});
-    args.k = device_view(k, DType::kBFloat16, {T, c.hq, 128});
-    args.v = device_view(v, DType::kBFloat16, {T, c.hv, 128});
-    args.alpha = device_view(alpha, DType::kFloat32, {T, hsab});
-    args.beta = device_view(beta, DType::kFloat32, {T, hsab});
-    args.cu_seqlens = device_view(cu, DType::kInt32, {2});
-    args.use_qk_l2norm = true;
-    args.output = device_view(out, DType::kBFloat16, {T, hsab, 128});
-    args.max_seqlen = c.len;
+    const CpInputs inputs(c.hq, c.hv, 1, c.len, stream);
+    gdn::PrefillArgs args = inputs.args;
     const ExecContext ctx{Device::cuda(0), stream};
     const gdn::PrefillShape shape = gdn::validate_prefill(args);
     for (const bool pdl : {true, false}) {
@@ -404,26 +401,8 @@ nlohmann::json run_gdn_cp_ready(const BenchOptions& options) {
                               "x" + std::to_string(c.len);
     if (!options.only_shapes.empty() && label.find(options.only_shapes) == std::string::npos) continue;
     const std::int64_t T = c.seqs * c.len, hsab = std::max(c.hq, c.hv);
-    DeviceBuffer q(T * c.hq * 128 * 2), k(T * c.hq * 128 * 2), v(T * c.hv * 128 * 2), alpha(T * hsab * 4),
-        beta(T * hsab * 4), cu((c.seqs + 1) * 4), out(T * hsab * 128 * 2);
-    fill_uniform(q.get(), DType::kBFloat16, T * c.hq * 128, -1, 1, 1, stream);
-    fill_uniform(k.get(), DType::kBFloat16, T * c.hq * 128, -1, 1, 2, stream);
-    fill_uniform(v.get(), DType::kBFloat16, T * c.hv * 128, -1, 1, 3, stream);
-    fill_uniform(alpha.get(), DType::kFloat32, T * hsab, 0.99f, 1.0f, 4, stream);
-    fill_uniform(beta.get(), DType::kFloat32, T * hsab, 0.05f, 1.0f, 5, stream);
-    std::vector<std::int32_t> offsets(c.seqs + 1);
-    for (std::int64_t i = 0; i <= c.seqs; ++i) offsets[i] = static_cast<std::int32_t>(i * c.len);
-    FASTINFER_CUDA_CHECK(cudaMemcpy(cu.get(), offsets.data(), offsets.size() * 4, cudaMemcpyHostToDevice));
-    gdn::PrefillArgs args;
-    args.q = device_view(q, DType::kBFloat16, {T, c.hq, 128});
-    args.k = device_view(k, DType::kBFloat16, {T, c.hq, 128});
-    args.v = device_view(v, DType::kBFloat16, {T, c.hv, 128});
-    args.alpha = device_view(alpha, DType::kFloat32, {T, hsab});
-    args.beta = device_view(beta, DType::kFloat32, {T, hsab});
-    args.cu_seqlens = device_view(cu, DType::kInt32, {c.seqs + 1});
-    args.use_qk_l2norm = true;
-    args.output = device_view(out, DType::kBFloat16, {T, hsab, 128});
-    args.max_seqlen = c.len;
+    const CpInputs inputs(c.hq, c.hv, c.seqs, c.len, stream);
+    gdn::PrefillArgs args = inputs.args;
     const ExecContext ctx{Device::cuda(0), stream};
     const gdn::PrefillShape shape = gdn::validate_prefill(args);
     auto timed = [&](const std::function<void()>& fn) { return median_ms([&](int) { fn(); }, warm, reps, stream); };
@@ -487,27 +466,9 @@ nlohmann::json run_gdn_cp_rule(const BenchOptions& options) {
     const std::string label = std::to_string(c.hq) + "/" + std::to_string(c.hv) + " " + std::to_string(c.seqs) +
                               "x" + std::to_string(c.len);
     if (!options.only_shapes.empty() && label.find(options.only_shapes) == std::string::npos) continue;
-    const std::int64_t T = c.seqs * c.len, hsab = std::max(c.hq, c.hv);
-    DeviceBuffer q(T * c.hq * 128 * 2), k(T * c.hq * 128 * 2), v(T * c.hv * 128 * 2), alpha(T * hsab * 4),
-        beta(T * hsab * 4), cu((c.seqs + 1) * 4), out(T * hsab * 128 * 2);
-    fill_uniform(q.get(), DType::kBFloat16, T * c.hq * 128, -1, 1, 1, stream);
-    fill_uniform(k.get(), DType::kBFloat16, T * c.hq * 128, -1, 1, 2, stream);
-    fill_uniform(v.get(), DType::kBFloat16, T * c.hv * 128, -1, 1, 3, stream);
-    fill_uniform(alpha.get(), DType::kFloat32, T * hsab, 0.99f, 1.0f, 4, stream);
-    fill_uniform(beta.get(), DType::kFloat32, T * hsab, 0.05f, 1.0f, 5, stream);
-    std::vector<std::int32_t> offsets(c.seqs + 1);
-    for (std::int64_t i = 0; i <= c.seqs; ++i) offsets[i] = static_cast<std::int32_t>(i * c.len);
-    FASTINFER_CUDA_CHECK(cudaMemcpy(cu.get(), offsets.data(), offsets.size() * 4, cudaMemcpyHostToDevice));
-    gdn::PrefillArgs args;
-    args.q = device_view(q, DType::kBFloat16, {T, c.hq, 128});
-    args.k = device_view(k, DType::kBFloat16, {T, c.hq, 128});
-    args.v = device_view(v, DType::kBFloat16, {T, c.hv, 128});
-    args.alpha = device_view(alpha, DType::kFloat32, {T, hsab});
-    args.beta = device_view(beta, DType::kFloat32, {T, hsab});
-    args.cu_seqlens = device_view(cu, DType::kInt32, {c.seqs + 1});
-    args.use_qk_l2norm = true;
-    args.output = device_view(out, DType::kBFloat16, {T, hsab, 128});
-    args.max_seqlen = c.len;
+    const std::int64_t hsab = std::max(c.hq, c.hv);
+    const CpInputs inputs(c.hq, c.hv, c.seqs, c.len, stream);
+    gdn::PrefillArgs args = inputs.args;
     const ExecContext ctx{Device::cuda(0), stream};
     const gdn::PrefillShape shape = gdn::validate_prefill(args);
     auto timed = [&](const std::function<void()>& fn) { return median_ms([&](int) { fn(); }, warm, reps, stream); };
