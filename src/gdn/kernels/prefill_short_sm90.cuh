@@ -201,12 +201,13 @@ __device__ __forceinline__ void head_sync(int head_slot) {
 // memory (the own tile with one row block, where each 32-column quarter is written after its own
 // products; else the warp's W block once its fragments are in registers), then to global rows < len.
 // shared_products: Q K^T then K K^T (fp32 [kCap][kF32Pitch] each), computed once for all the CTA's
-// state heads (GVA), or nullptr: the warp computes them from the tiles.
+// state heads (GVA), or nullptr: the warp computes them from the tiles. own_in_flight: the own tile's
+// cp.async group is still pending (waited for before W V).
 template <InputType kType, int kCap, int kRB>
 __device__ __forceinline__ void head_output(const PrefillParams& p, const void* q_tile, const void* k_tile,
                                             const void* v_tile, void* own_tile, unsigned char* scratch_bytes,
                                             const float* shared_products, const float* gates, std::int64_t bos, int len,
-                                            int h, int head_slot, int lane) {
+                                            int h, int head_slot, int lane, bool own_in_flight) {
   using Config = ShortConfig<kCap>;
   using Element = typename Operand<kType>::Element;
   constexpr int kCols = 32 * kRB + 32;  // columns j <= i of this warp's rows
@@ -313,6 +314,10 @@ __device__ __forceinline__ void head_output(const PrefillParams& p, const void* 
   }
   // V as B (token rows, transposed loads): matrices (t 0-7, d 0-7), (t 8-15, d 0-7), (t 0-7, d 8-15),
   // (t 8-15, d 8-15).
+  if (own_in_flight) {  // the own tile (V) was left in flight by the item's loads
+    cp_async_wait_all();
+    head_sync<kCap>(head_slot);
+  }
   const std::uint32_t v_base = smem_address(v_tile);
   const std::uint32_t v_off = (((lane & 7) + ((lane >> 3) & 1) * 8) * Config::kTilePitch + (lane >> 4) * 8) * 2;
   Element* staged = Config::kRowBlocks == 1 ? static_cast<Element*>(own_tile) : w_hi;
@@ -422,10 +427,16 @@ __device__ __forceinline__ void short_item(const PrefillParams& p, unsigned char
     else load_tile<kCap>(own_tile, p.q, p.q_stride_token, p.q_stride_head, h, bos, len, head_tid, head_threads);
   };
   const int first = g * r;
+  // 64-token items, GVA: K and Q in one cp.async group, the slot's own V in the next, so the products
+  // start while V is still in flight (head_output waits for it before W V). H200 pshort batch 4:
+  // 4096x64 16/64 8.15 -> 7.52-7.75 ms; with 32-token items it lost (8192x32 16/64 3.49 -> 3.64 ms).
+  const bool early_products = Config::kRowBlocks > 1 && gva;
+  if (early_products) cp_async_commit();
   if (slot < r) load_own(first + slot);
   cp_async_commit();
   if (slot < r) load_gates<kCap>(gates, p, bos, len, first + slot, lane);
-  cp_async_wait_all();
+  if (early_products) asm volatile("cp.async.wait_group 1;\n" ::: "memory");
+  else cp_async_wait_all();
   __syncthreads();
   if (const int next_len = next.length(p); next_len > 0 && next_len <= kCap)
     prefetch_item_l2<Element>(p, next_g, next.begin, next_len);
@@ -469,6 +480,7 @@ __device__ __forceinline__ void short_item(const PrefillParams& p, unsigned char
   }
   for (int i = slot; i < r; i += slots) {
     const int h = first + i;
+    const bool own_in_flight = early_products && i == slot;  // the first round's V
     if (i != slot) {  // a later round: this slot's next own tile and gates
       head_sync<kCap>(slot);  // the slot's warps are done with the last head's tile and scratch
       load_own(h);
@@ -485,10 +497,10 @@ __device__ __forceinline__ void short_item(const PrefillParams& p, unsigned char
     const void* v_tile = gva ? own_tile : shared_tile;
     if (rb == 0) {
       head_output<kType, kCap, 0>(p, q_tile, k_tile, v_tile, own_tile, scratch, shared_products, gates, bos, len, h,
-                                  slot, lane);
+                                  slot, lane, own_in_flight);
     } else if constexpr (Config::kRowBlocks > 1) {
       head_output<kType, kCap, 1>(p, q_tile, k_tile, v_tile, own_tile, scratch, shared_products, gates, bos, len, h,
-                                  slot, lane);
+                                  slot, lane, own_in_flight);
     }
   }
 }
