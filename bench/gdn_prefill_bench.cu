@@ -3,7 +3,7 @@
 // anchors of issue 5 and the floor (max of input + output bytes over the measured copy bandwidth
 // and nominal flops over the measured bf16 peak). Inputs bf16, alpha in [0.9, 1), beta in
 // [0.05, 1), k L2-normalised in the kernel, no initial or final state (the anchors' setting:
-// state I/O is measured separately). Besides gdn::prefill (which may pick CP), the non-CP kernel
+// state I/O is measured separately). Besides gdn::prefill (which may pick CP or, given the max_seqlen hint, the short-sequence path), the non-CP kernel
 // with each inverse source (T solved in the kernel / Tinv or T_g precomputed by CP stage 1) and where CTA 0's
 // time goes in each (clock64 cycles per chunk of the producer's and the consumers' phases).
 #include <cmath>
@@ -117,6 +117,7 @@ nlohmann::json run_gdn_prefill(const BenchOptions& options) {
       a.beta = TensorView::contiguous(in[r].beta.get(), DType::kFloat32, {T, s.hv}, dev);
       a.use_qk_l2norm = true;
       a.output = TensorView::contiguous(in[r].out.get(), DType::kBFloat16, {T, s.hv, D}, dev);
+      a.max_seqlen = s.len;  // known on the host in serving: picks the short path (8192x32), sizes CP chunks
       return a;
     };
     std::vector<gdn::PrefillArgs> args;
