@@ -28,6 +28,10 @@ struct CpCase {
   int hq, hv;
   std::int64_t seqs, len;
   double fla_ms;  // flash-linear-attention on the H200 (issue 6), 0 = none
+
+  std::string label() const {  // "Hq/Hv NxL", e.g. "16/32 1x131072"
+    return std::to_string(hq) + "/" + std::to_string(hv) + " " + std::to_string(seqs) + "x" + std::to_string(len);
+  }
 };
 
 TensorView device_view(const DeviceBuffer& b, DType t, std::initializer_list<std::int64_t> shape) {
@@ -95,9 +99,8 @@ nlohmann::json run_gdn_cp(const BenchOptions& options) {
               "non-cp", "auto", "pick", "st1", "st2", "st3", "st4", "floor", "TFLOP/s", "fla");
   const int warm = 2, reps = options.quick ? 5 : 15;
   for (const CpCase& c : cases) {
-    const std::string label = std::to_string(c.hq) + "/" + std::to_string(c.hv) + " " + std::to_string(c.seqs) +
-                              "x" + std::to_string(c.len);
-    if (!options.only_shapes.empty() && label.find(options.only_shapes) == std::string::npos) continue;
+    const std::string label = c.label();
+    if (!options.wants(label)) continue;
     const std::int64_t T = c.seqs * c.len, hsab = std::max(c.hq, c.hv);
     const CpInputs inputs(c.hq, c.hv, c.seqs, c.len, stream);
     gdn::PrefillArgs args = inputs.args;
@@ -331,7 +334,7 @@ nlohmann::json run_gdn_cp_timeline(const BenchOptions& options) {
     const std::string label = std::to_string(c.hq) + "/" + std::to_string(c.hv) + " 1x" + std::to_string(c.len) +
                               (c.chunk_len ? " chunk " + std::to_string(c.chunk_len) : "") +
                               (c.ready_tiles == 0 ? " built T" : "");
-    if (!options.only_shapes.empty() && label.find(options.only_shapes) == std::string::npos) continue;
+    if (!options.wants(label)) continue;
     const CpInputs inputs(c.hq, c.hv, 1, c.len, stream);
     gdn::PrefillArgs args = inputs.args;
     const ExecContext ctx{Device::cuda(0), stream};
@@ -397,9 +400,8 @@ nlohmann::json run_gdn_cp_ready(const BenchOptions& options) {
               "st1", "st2", "st3", "st4", "cp ready", "st1", "st2", "st3", "st4", "st3 r8", "st3 r16", "st2 pf0", "st2 pf1", "floor");
   const int warm = 2, reps = options.quick ? 7 : 21;
   for (const CpCase& c : cases) {
-    const std::string label = std::to_string(c.hq) + "/" + std::to_string(c.hv) + " " + std::to_string(c.seqs) +
-                              "x" + std::to_string(c.len);
-    if (!options.only_shapes.empty() && label.find(options.only_shapes) == std::string::npos) continue;
+    const std::string label = c.label();
+    if (!options.wants(label)) continue;
     const std::int64_t T = c.seqs * c.len, hsab = std::max(c.hq, c.hv);
     const CpInputs inputs(c.hq, c.hv, c.seqs, c.len, stream);
     gdn::PrefillArgs args = inputs.args;
@@ -463,9 +465,8 @@ nlohmann::json run_gdn_cp_rule(const BenchOptions& options) {
   std::printf("%-16s %6s %9s %9s %9s %9s %6s\n", "Hq/Hv NxL", "N Hsab", "cp ready", "cp built", "non-cp", "auto", "pick");
   const int warm = 2, reps = options.quick ? 9 : 31;
   for (const CpCase& c : cases) {
-    const std::string label = std::to_string(c.hq) + "/" + std::to_string(c.hv) + " " + std::to_string(c.seqs) +
-                              "x" + std::to_string(c.len);
-    if (!options.only_shapes.empty() && label.find(options.only_shapes) == std::string::npos) continue;
+    const std::string label = c.label();
+    if (!options.wants(label)) continue;
     const std::int64_t hsab = std::max(c.hq, c.hv);
     const CpInputs inputs(c.hq, c.hv, c.seqs, c.len, stream);
     gdn::PrefillArgs args = inputs.args;

@@ -23,7 +23,7 @@ nlohmann::json run_gdn_decode_scan(const BenchOptions& options) {
     for (int T : {1, 4})
       for (int B : {16, 24, 32, 48, 64, 80, 96, 128, 192, 256}) {
         const Shape s{B, T, 16, 32, st};
-        if (!options.only_shapes.empty() && s.label().find(options.only_shapes) == std::string::npos) continue;
+        if (!options.wants(s.label())) continue;
         Problem p(s);
         for (const auto& x : p.args) gdn::decode(x);
         FASTINFER_CUDA_CHECK(cudaDeviceSynchronize());
@@ -140,7 +140,7 @@ nlohmann::json run_gdn_decode_profile(const BenchOptions& options) {
   for (const ProfileCase& c : cases) {
     const Shape& s = c.shape;
     const std::string label = s.label() + "_" + tactic_label(c.tactic);
-    if (!options.only_shapes.empty() && label.find(options.only_shapes) == std::string::npos) continue;
+    if (!options.wants(label)) continue;
     Problem p(s);
     const bool pipelined = c.tactic.pipelined();
     const int rows_per_cta = c.tactic.rows_per_cta();
@@ -255,7 +255,7 @@ nlohmann::json run_gdn_decode_tail(const BenchOptions& options) {
   for (const Case& c : cases) {
     const Shape& s = c.shape;
     const std::string label = s.label() + "_" + tactic_label(c.base);
-    if (!options.only_shapes.empty() && label.find(options.only_shapes) == std::string::npos) continue;
+    if (!options.wants(label)) continue;
     Problem p(s);
     std::vector<gdn::DecodeParams> params;
     for (const auto& x : p.args) params.push_back(gdn::make_decode_params(x));
@@ -352,7 +352,7 @@ nlohmann::json run_gdn_decode_b2b(const BenchOptions& options) {
     for (int T : {1, 4})
       for (int B : {1, 32, 64, 256}) {
         const Shape s{B, T, 16, 32, st};
-        if (!options.only_shapes.empty() && s.label().find(options.only_shapes) == std::string::npos) continue;
+        if (!options.wants(s.label())) continue;
         Problem p(s);
         for (const auto& x : p.args) gdn::decode(x);
         FASTINFER_CUDA_CHECK(cudaDeviceSynchronize());

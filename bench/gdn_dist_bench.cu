@@ -111,7 +111,7 @@ nlohmann::json run_gdn_dist(const BenchOptions& options) {
               "comm ms", "st34 ms", "half ms", "floor2 ms", "cp123 1gpu");
   for (const DistCase& c : cases) {
     const std::string label = std::to_string(c.hq) + "/" + std::to_string(c.hv) + " 1x" + std::to_string(c.len / 1024) + "k";
-    if (!options.only_shapes.empty() && label.find(options.only_shapes) == std::string::npos) continue;
+    if (!options.wants(label)) continue;
     const std::int64_t half = c.len / 2;
 
     // One GPU, the whole sequence.

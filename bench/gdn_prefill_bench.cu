@@ -84,7 +84,7 @@ nlohmann::json run_gdn_prefill(const BenchOptions& options) {
               "TFLOP/s", "floor ms", "ms/floor", "anchor ms/ms");
   for (const PrefillShape& s : kShapes) {
     const std::string label = std::to_string(s.seqs) + "x" + std::to_string(s.len);
-    if (!options.only_shapes.empty() && label.find(options.only_shapes) == std::string::npos) continue;
+    if (!options.wants(label)) continue;
     const std::int64_t T = std::int64_t{s.seqs} * s.len, D = gdn::kHeadDim;
     const std::size_t bytes = T * (2 * s.hq + 2 * s.hv) * D * 2 + T * s.hv * 8;
     const int sets = options.quick ? 1 : std::min(rotation_count(bytes), 4);

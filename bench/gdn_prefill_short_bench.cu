@@ -52,7 +52,7 @@ nlohmann::json run_gdn_prefill_short(const BenchOptions& options) {
               "persist ms", "speedup", "TFLOP/s", "floor ms", "ms/floor", "anchor ms/ms", "max|short-main| (max|main|)");
   for (const ShortShape& s : kShortShapes) {
     const std::string label = std::to_string(s.seqs) + "x" + std::to_string(s.len);
-    if (!options.only_shapes.empty() && label.find(options.only_shapes) == std::string::npos) continue;
+    if (!options.wants(label)) continue;
     const std::int64_t T = std::int64_t{s.seqs} * s.len, D = gdn::kHeadDim;
     const std::size_t bytes = T * (2 * s.hq + 2 * s.hv) * D * 2 + T * s.hv * 8;
     DeviceBuffer q(T * s.hq * D * 2), k(T * s.hq * D * 2), v(T * s.hv * D * 2), alpha(T * s.hv * 4), beta(T * s.hv * 4),

@@ -82,7 +82,7 @@ nlohmann::json run_mm_bf16_fp4(const BenchOptions& options) {
     for (int m : ms) {
       char label[64];
       std::snprintf(label, sizeof label, "N%d_K%d_M%d", n, k, m);
-      if (!options.only_shapes.empty() && std::string(label).find(options.only_shapes) == std::string::npos) continue;
+      if (!options.wants(label)) continue;
       const CellInputs in(n, k, m);
       auto call = [&](int i) {
         const int j = i % in.sets;
@@ -120,7 +120,7 @@ nlohmann::json run_mm_bf16_fp4_tactics(const BenchOptions& options) {
     for (int m : ms) {
       char label[64];
       std::snprintf(label, sizeof label, "N%d_K%d_M%d", n, k, m);
-      if (!options.only_shapes.empty() && std::string(label).find(options.only_shapes) == std::string::npos) continue;
+      if (!options.wants(label)) continue;
       const CellInputs in(n, k, m);
       auto runner = gemm::detail::mm_runner_for(0, DType::kBFloat16, n, k);
       auto time_tactic = [&](int tactic) {

@@ -12,6 +12,11 @@ namespace fastinfer::bench {
 struct BenchOptions {
   bool quick = false;        // fewer shapes and repetitions (smoke runs)
   std::string only_shapes;   // optional substring filter on shape labels
+
+  // Whether a shape with this label runs: no filter, or the label contains it.
+  bool wants(const std::string& label) const {
+    return only_shapes.empty() || label.find(only_shapes) != std::string::npos;
+  }
 };
 
 struct Routine {
