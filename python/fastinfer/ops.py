@@ -3,8 +3,9 @@
 Arrays are torch tensors (CUDA or CPU) or numpy arrays (CPU). CUDA arrays run the sm_90a kernels
 on `stream` (an int handle or a torch.cuda.Stream; default: torch's current stream on the arrays'
 device, looked up by the extension); CPU arrays run the exact CPU reference backend. Outputs that
-are not given are allocated with the inputs' library and device. The wrappers here do as little as
-possible per call (host cost, docs/BENCHMARKS.md): argument checks and conversions live in C++.
+are not given are allocated with the inputs' library and device. Every op but the distributed
+prefill is the extension's own function (host cost, docs/BENCHMARKS.md): argument checks,
+conversions and output shapes live in C++, which calls the allocation helpers here.
 """
 from __future__ import annotations
 
